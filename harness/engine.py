@@ -1,0 +1,235 @@
+"""The loop engine (seed 000 section 6): produce, evaluate, revise until the threshold or the limit.
+
+Every attempt is recorded before it starts (``running``) and completed after it is scored, so a
+crash leaves a trace and never a half-written record.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.checks import CheckContext
+from harness.errors import ExitCode, HarnessError, ModelUnavailable, ValidationFailed
+from harness.judges import Evaluation, evaluate
+from harness.llm import Usage, price_usd
+from harness.models import AgentConfig, Case, Outcome, RecordStatus, Rubric, RunRecord
+from harness.records import AttemptDetails, RecordStore, RunLocation, utc_now
+from harness.runners import Runner, RunnerOutput
+
+
+@dataclass(frozen=True)
+class CasePlan:
+    """Everything one case needs to run (the seed's LoopConfig, resolved)."""
+
+    nodeid: str
+    case: Case
+    agent: AgentConfig
+    rubric: Rubric
+    threshold: float
+    producer: Runner
+    reviser: Runner | None
+    judge: Runner | None
+    location: RunLocation
+
+
+@dataclass(frozen=True)
+class AttemptResult:
+    attempt: int
+    record: RunRecord
+    outcome: Outcome
+    evaluation: Evaluation | None
+    usage: Usage
+    cost_usd: float
+    exit_code: int
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class LoopResult:
+    """The seed's LoopResult plus what the harness reports: outcome, exit code, tokens and cost."""
+
+    success: bool
+    final_attempt: int
+    final_score: float | None
+    artifact_path: str
+    all_runs: list[RunRecord]
+    escalated: bool
+    escalation_reason: str | None
+    outcome: Outcome
+    exit_code: int
+    attempts: list[AttemptResult] = field(default_factory=list)
+
+    @property
+    def usage(self) -> Usage:
+        total = Usage()
+        for attempt in self.attempts:
+            total = total + attempt.usage
+        return total
+
+    @property
+    def cost_usd(self) -> float:
+        return sum(a.cost_usd for a in self.attempts)
+
+    @property
+    def last_evaluation(self) -> Evaluation | None:
+        return self.attempts[-1].evaluation if self.attempts else None
+
+    def contract(self) -> dict[str, Any]:
+        """The seed's LoopResult JSON."""
+        result = {"success": self.success, "finalAttempt": self.final_attempt, "finalScore": self.final_score,
+                  "artifactPath": self.artifact_path, "allRuns": [r.model_dump(mode="json") for r in self.all_runs],
+                  "escalated": self.escalated}
+        if self.escalation_reason:
+            result["escalationReason"] = self.escalation_reason
+        return result
+
+
+AttemptHook = Callable[[RunRecord, AttemptDetails], None]
+
+
+def run_loop(plan: CasePlan, store: RecordStore, *, on_attempt: AttemptHook | None = None) -> LoopResult:
+    policy = plan.agent.policy
+    context = CheckContext(inputs=plan.case.inputs, today=plan.case.today or _utc_today())
+    base = {"agent": plan.agent.name, "case": plan.case.id, "inputs": plan.case.inputs}
+    max_attempts = policy.max_attempts if plan.reviser is not None else 1
+    attempts: list[AttemptResult] = []
+    artifact = ""
+    evaluation: Evaluation | None = None
+    escalation_reason: str | None = None
+    for number in range(1, max_attempts + 1):
+        started = time.monotonic()
+        details = AttemptDetails(nodeid=plan.nodeid, case_id=plan.case.id, rubric_name=plan.rubric.name,
+                                 threshold=plan.threshold)
+        run_id = store.start_attempt(plan.location, number, plan.rubric.version, details)
+        outputs: list[RunnerOutput] = []
+        try:
+            if number == 1:
+                made = plan.producer.run({**base, "role": "producer", "attempt": number})
+            else:
+                assert evaluation is not None and plan.reviser is not None
+                previous = evaluation.to_output().model_dump(mode="json")
+                made = plan.reviser.run({**base, "role": "reviser", "attempt": number, "artifact": artifact,
+                                         "evaluation": previous, "suggested_fixes": previous["suggestedFixes"]})
+            outputs.append(made)
+            artifact = made.text
+            store.write_artifact(plan.location, number, artifact)
+            evaluation = evaluate(artifact, rubric=plan.rubric, threshold=plan.threshold, context=context,
+                                  judge=plan.judge, request={**base, "role": "evaluator", "attempt": number})
+            outputs.append(_evaluation_output(evaluation))
+            store.write_evaluation(plan.location, number, evaluation.to_output())
+        except HarnessError as exc:
+            outcome = _error_outcome(exc)
+            reason = str(exc)
+            result = _finish(plan, store, run_id, number, started, "escalated", outcome, None, reason, outputs,
+                             int(exc.exit_code), on_attempt)
+            attempts.append(result)
+            escalation_reason = reason
+            break
+        flags = [f for f in (*plan.case.flags, *made.flags) if f in policy.escalate_conditions]
+        status, outcome, stop, reason = _decide(evaluation, number, max_attempts, policy, flags, plan.reviser)
+        code = {"passed": 0, "failed": 1, "escalated": int(ExitCode.ESCALATION),
+                "indeterminate": int(ExitCode.UNAVAILABLE)}[outcome]
+        result = _finish(plan, store, run_id, number, started, status, outcome, evaluation, reason, outputs, code,
+                         on_attempt)
+        attempts.append(result)
+        if status == "passed":
+            store.write_final(plan.location, number)
+        if stop:
+            escalation_reason = reason if status == "escalated" else None
+            break
+    last = attempts[-1]
+    return LoopResult(
+        success=last.outcome == "passed", final_attempt=last.attempt, final_score=last.record.overall_score,
+        artifact_path=last.record.artifact_path, all_runs=[a.record for a in attempts],
+        escalated=last.record.status == "escalated", escalation_reason=escalation_reason, outcome=last.outcome,
+        exit_code=last.exit_code, attempts=attempts,
+    )
+
+
+def _decide(evaluation: Evaluation, number: int, max_attempts: int, policy, flags: list[str],
+            reviser: Runner | None) -> tuple[RecordStatus, Outcome, bool, str | None]:
+    """Return (record status, outcome, stop?, reason) for a scored attempt."""
+    verdict = evaluation.passed
+    if verdict is None:
+        return "escalated", "indeterminate", True, evaluation.indeterminate_reason
+    if flags:
+        return "escalated", "escalated", True, f"escalate condition raised: {', '.join(flags)}"
+    low, _ = evaluation.bounds
+    if verdict:
+        if policy.margin_required and low - evaluation.threshold < policy.margin_required:
+            return ("escalated", "escalated", True,
+                    f"score {low:.2f} clears threshold {evaluation.threshold:.2f} by less than margin_required "
+                    f"{policy.margin_required:.2f}: a human should decide")
+        return "passed", "passed", True, None
+    if number < max_attempts:
+        return "failed", "failed", False, None
+    why = f"below threshold {evaluation.threshold:.2f} after {number} attempt{'s' * (number > 1)}"
+    if reviser is None and policy.max_attempts > 1:
+        why += " (no reviser configured, so no revision was tried)"
+    if policy.escalate_on_fail:
+        return "escalated", "escalated", True, why
+    return "failed", "failed", True, why
+
+
+def _error_outcome(exc: HarnessError) -> Outcome:
+    if isinstance(exc, ValidationFailed):
+        return "validation_failed"
+    if isinstance(exc, ModelUnavailable):
+        return "indeterminate"
+    return "error"
+
+
+def _evaluation_output(evaluation: Evaluation) -> RunnerOutput:
+    return RunnerOutput(usage=evaluation.usage, model=evaluation.model)
+
+
+def _finish(plan: CasePlan, store: RecordStore, run_id: int, number: int, started: float, status: RecordStatus,
+            outcome: Outcome, evaluation: Evaluation | None, reason: str | None, outputs: list[RunnerOutput],
+            exit_code: int, on_attempt: AttemptHook | None) -> AttemptResult:
+    usage = Usage()
+    cost = 0.0
+    model = None
+    for out in outputs:
+        usage = usage + out.usage
+        if out.model:
+            model = out.model
+            cost += price_usd(out.model, out.usage)
+    if evaluation is not None:
+        dims = {name: {"score": d.score, "weight": d.weight, "reason": d.reason, "source": d.source}
+                for name, d in evaluation.dimensions.items()}
+        feedback = evaluation.feedback
+        if reason and reason not in feedback:
+            feedback = f"{feedback} {reason[0].upper()}{reason[1:]}."
+        fixes = list(evaluation.suggested_fixes)
+        overall = evaluation.overall
+    else:
+        dims, feedback, fixes, overall = {}, reason or "", [], None
+    artifact = plan.location.attempt_artifact(number)
+    record = RunRecord(
+        cycle_id=plan.location.cycle_id, agent_name=plan.agent.name, attempt=number, status=status,
+        overall_score=overall, dimension_scores={k: v["score"] for k, v in dims.items()}, feedback=feedback,
+        suggested_fixes=fixes, artifact_path=os.path.relpath(artifact, store.work_dir.parent), created_at=utc_now(),
+        duration_ms=int((time.monotonic() - started) * 1000), rubric_version=plan.rubric.version,
+    )
+    details = AttemptDetails(
+        nodeid=plan.nodeid, case_id=plan.case.id, rubric_name=plan.rubric.name, threshold=plan.threshold,
+        outcome=outcome, exit_code=exit_code, model=model, input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens, cache_write_tokens=usage.cache_write_tokens,
+        cache_read_tokens=usage.cache_read_tokens, cost_usd=cost, dimensions=dims,
+        samples=(evaluation.samples or None) if evaluation else None,
+    )
+    store.finish_attempt(run_id, record, details, store.run_log_path(plan.location.cycle_id))
+    if on_attempt is not None:
+        on_attempt(record, details)
+    return AttemptResult(attempt=number, record=record, outcome=outcome, evaluation=evaluation, usage=usage,
+                         cost_usd=cost, exit_code=exit_code, error=reason if evaluation is None else None)
+
+
+def _utc_today():
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc).date()

@@ -1,0 +1,92 @@
+"""Error types and exit codes (seed 004's sysexits-style contract)."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from pathlib import Path
+
+
+class ExitCode(IntEnum):
+    """Exit codes from seed 004, section 3 (BSD sysexits plus skill-specific codes)."""
+
+    SUCCESS = 0
+    GENERAL_FAILURE = 1
+    MISUSE = 2
+    INCOMPLETE = 3
+    PARTIAL = 4
+    USAGE_ERROR = 64
+    DATA_ERROR = 65
+    NO_INPUT = 66
+    UNAVAILABLE = 69
+    INTERNAL_ERROR = 70
+    CANT_CREATE = 73
+    IO_ERROR = 74
+    TEMP_FAIL = 75
+    PROTOCOL = 76
+    NO_PERMISSION = 77
+    CONFIG_ERROR = 78
+    BLOCKED = 80
+    TIMEOUT = 81
+    QUOTA_EXCEEDED = 82
+    ESCALATION = 83
+    VALIDATION_FAILED = 84
+    NOT_EXECUTABLE = 126
+    NOT_FOUND = 127
+
+
+class HarnessError(Exception):
+    """Base class: an error the harness explains in one line, never with a traceback."""
+
+    exit_code: ExitCode = ExitCode.GENERAL_FAILURE
+
+
+class HarnessConfigError(HarnessError):
+    """A user file is wrong. The message names the file, the field and the fix."""
+
+    exit_code = ExitCode.CONFIG_ERROR
+
+    def __init__(self, path: Path | str, field: str | None, problem: str, fix: str | None = None):
+        self.path = str(path)
+        self.field = field
+        self.problem = problem
+        self.fix = fix
+        where = f"{self.path}: {field}" if field else self.path
+        text = f"{where}: {problem}"
+        if fix:
+            text += f" (fix: {fix})"
+        super().__init__(text)
+
+
+class ModelCallError(HarnessError):
+    """A model call failed after its retries (rate limit, server error, timeout, connection)."""
+
+    def __init__(self, message: str, exit_code: ExitCode = ExitCode.UNAVAILABLE):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class ModelUnavailable(HarnessError):
+    """No credentials: anything that needs a model is indeterminate, never passed or failed."""
+
+    exit_code = ExitCode.UNAVAILABLE
+
+
+class ValidationFailed(HarnessError):
+    """A model's structured answer failed schema validation after its one retry (seed 003)."""
+
+    exit_code = ExitCode.VALIDATION_FAILED
+
+    def __init__(self, message: str, errors: list[str], raw_response: str | None = None):
+        super().__init__(message)
+        self.errors = errors
+        self.raw_response = raw_response
+
+
+class AgentRunError(HarnessError):
+    """A producer, reviser or evaluator (callable or command) failed to run."""
+
+    exit_code = ExitCode.GENERAL_FAILURE
+
+    def __init__(self, message: str, exit_code: ExitCode = ExitCode.GENERAL_FAILURE):
+        super().__init__(message)
+        self.exit_code = exit_code

@@ -1,0 +1,273 @@
+"""Evaluation: deterministic checks plus the judge, and an overall score the harness computes itself.
+
+The judge's own ``overallScore`` and ``passed`` are never trusted: the overall score is recomputed
+from the rubric's weights. A dimension nobody could score (no model, the judge said indeterminate)
+has no score; the verdict is then still known when the other dimensions already decide it (their
+bounds), and indeterminate otherwise.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+
+from harness.checks import CheckContext
+from harness.errors import ModelUnavailable, ValidationFailed
+from harness.llm import ModelClient, Usage
+from harness.models import DimensionScore, EvaluatorOutput, PromptFile, Rubric
+from harness.runners import Runner, RunnerOutput
+
+SCORE_DECIMALS = 6
+
+
+@dataclass(frozen=True)
+class DimensionVerdict:
+    score: float | None
+    weight: float
+    reason: str
+    source: str  # "check", "judge" or "none"
+    fixes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    rubric: Rubric
+    threshold: float
+    dimensions: dict[str, DimensionVerdict]
+    feedback: str
+    suggested_fixes: list[str]
+    usage: Usage = Usage()
+    model: str | None = None
+    indeterminate_reason: str | None = None
+    judge_reported_score: float | None = None
+    samples: list[float] = field(default_factory=list)
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """The lowest and highest overall score the unscored dimensions still allow."""
+        known = sum(d.weight * d.score for d in self.dimensions.values() if d.score is not None)
+        unknown = sum(d.weight for d in self.dimensions.values() if d.score is None)
+        return round(known, SCORE_DECIMALS), round(known + unknown, SCORE_DECIMALS)
+
+    @property
+    def overall(self) -> float | None:
+        low, high = self.bounds
+        return low if low == high else None
+
+    @property
+    def passed(self) -> bool | None:
+        """True or False when the verdict is known, None when it is indeterminate."""
+        low, high = self.bounds
+        if low >= self.threshold:
+            return True
+        if high < self.threshold:
+            return False
+        return None
+
+    @property
+    def indeterminate_dimensions(self) -> list[str]:
+        return [name for name, d in self.dimensions.items() if d.score is None]
+
+    def to_output(self) -> EvaluatorOutput:
+        """The seed's EvaluatorOutput; unknown scores are null and listed in metadata."""
+        low, high = self.bounds
+        metadata: dict[str, Any] = {
+            "rubricVersion": self.rubric.version,
+            "evaluatedAt": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "itemsEvaluated": len(self.dimensions) - len(self.indeterminate_dimensions),
+            "rubric": self.rubric.name,
+            "threshold": self.threshold,
+            "scoreBounds": [low, high],
+            "indeterminate": self.indeterminate_dimensions,
+            "scoredBy": {name: d.source for name, d in self.dimensions.items()},
+        }
+        if self.judge_reported_score is not None:
+            metadata["judgeReportedScore"] = self.judge_reported_score
+        if self.model:
+            metadata["judgeModel"] = self.model
+        if self.samples:
+            metadata["samples"] = self.samples
+        return EvaluatorOutput(
+            overallScore=self.overall,
+            passed=bool(self.passed),
+            dimensionScores={name: DimensionScore(score=d.score, weight=round(d.weight, SCORE_DECIMALS),
+                                                  reason=d.reason) for name, d in self.dimensions.items()},
+            feedback=self.feedback,
+            suggestedFixes=self.suggested_fixes,
+            metadata=metadata,
+        )
+
+
+def judge_schema(rubric: Rubric, dimension_ids: list[str]) -> dict[str, Any]:
+    """EvaluatorOutput (seed 000 section 2) restricted to the dimensions the judge must score."""
+    binary = {d.id for d in rubric.dimensions if d.binary}
+    dimension = {
+        "type": "object",
+        "required": ["score", "weight", "reason"],
+        "properties": {
+            "score": {"type": "number", "minimum": 0, "maximum": 1},
+            "weight": {"type": "number", "minimum": 0, "maximum": 1},
+            "reason": {"type": "string", "minLength": 1},
+            "indeterminate": {"type": "boolean"},
+        },
+    }
+    properties = {}
+    for dim_id in dimension_ids:
+        spec = json.loads(json.dumps(dimension))
+        if dim_id in binary:
+            spec["properties"]["score"] = {"enum": [0, 1]}
+        properties[dim_id] = spec
+    return {
+        "type": "object",
+        "required": ["overallScore", "passed", "dimensionScores", "feedback", "suggestedFixes"],
+        "properties": {
+            "overallScore": {"type": "number", "minimum": 0, "maximum": 1},
+            "passed": {"type": "boolean"},
+            "dimensionScores": {"type": "object", "required": dimension_ids, "properties": properties,
+                                "additionalProperties": False},
+            "feedback": {"type": "string"},
+            "suggestedFixes": {"type": "array", "items": {"type": "string"}},
+            "metadata": {"type": "object"},
+        },
+    }
+
+
+def validation_errors(data: Any, schema: dict[str, Any]) -> list[str]:
+    validator = jsonschema.Draft202012Validator(schema)
+    return [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}"
+            for e in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))]
+
+
+def render_rubric(rubric: Rubric, dimension_ids: list[str]) -> str:
+    lines = [f"# Rubric: {rubric.title} (version {rubric.version})"]
+    if rubric.description:
+        lines.append(rubric.description)
+    for dim in rubric.dimensions:
+        if dim.id not in dimension_ids:
+            continue
+        lines.append(f"\n## {dim.id} (weight {dim.weight:.2f})\n{dim.description}")
+        if dim.binary:
+            lines.append(f"- pass (score 1): {dim.pass_condition}\n- fail (score 0): {dim.fail_condition}")
+        else:
+            lines.extend(f"- {level:g}: {text}" for level, text in sorted(dim.scoring.items(), reverse=True))
+    return "\n".join(lines)
+
+
+class LlmJudge:
+    """The evaluator prompt as an LLM judge: structured output validated against EvaluatorOutput."""
+
+    def __init__(self, prompt: PromptFile, client: ModelClient):
+        self.prompt = prompt
+        self.client = client
+
+    def stable_prefix(self, rubric: Rubric, dimension_ids: list[str]) -> str:
+        """Everything that is the same for every artifact: sent as a cached prompt prefix."""
+        parts = [self.prompt.text, render_rubric(rubric, dimension_ids)]
+        for title, paths in (("Gold example (scores at or above the threshold)", rubric.examples.gold),
+                             ("Anti-pattern (scores below the threshold)", rubric.examples.anti_patterns)):
+            parts.extend(f"# {title}: {p.name}\n{p.read_text(encoding='utf-8')}" for p in paths)
+        parts.append("Score only the dimensions listed in the rubric above, each between 0 and 1, with a "
+                     "reason. If you cannot judge a dimension from the artifact, set indeterminate: true.")
+        return "\n\n".join(parts)
+
+    def run(self, request: dict[str, Any]) -> RunnerOutput:
+        rubric: Rubric = request["rubric_model"]
+        dims = request["dimensions"]
+        message = (f"Evaluate this artifact.\n\n## Inputs\n```json\n{json.dumps(request['inputs'], default=str)}\n```"
+                   f"\n\n## Artifact\n{request['artifact']}")
+        result = self.client.generate_json(system="", prompt=message, schema=request["schema"],
+                                           tool_name="submit_evaluation",
+                                           cached_system_prefix=self.stable_prefix(rubric, dims))
+        if not result.success:
+            raise ValidationFailed(
+                f"validation_failed: the judge's answer did not match EvaluatorOutput after {result.attempts} "
+                f"attempts: {'; '.join(result.validation_errors[:3])}",
+                result.validation_errors, result.raw_response)
+        return RunnerOutput(data=result.data, usage=result.usage, model=self.client.settings.model)
+
+
+def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckContext,
+             judge: Runner | None, request: dict[str, Any]) -> Evaluation:
+    """Score every dimension: checks first, then one judge call for the rest."""
+    verdicts: dict[str, DimensionVerdict] = {}
+    for dim in rubric.dimensions:
+        if dim.check is not None:
+            result = dim.check.run(artifact, context)
+            verdicts[dim.id] = DimensionVerdict(result.score, dim.weight, result.reason, "check", tuple(result.fixes))
+    judged = [d.id for d in rubric.judged_dimensions]
+    feedback_parts: list[str] = []
+    judge_fixes: list[str] = []
+    usage, model, why_unknown, reported = Usage(), None, None, None
+    if judged:
+        try:
+            answer = _ask_judge(judge, request, rubric, judged, artifact)
+        except ModelUnavailable as exc:
+            why_unknown = f"not scored (indeterminate): {exc}"
+            answer = None
+        if answer is None:
+            for dim_id in judged:
+                weight = next(d.weight for d in rubric.dimensions if d.id == dim_id)
+                verdicts[dim_id] = DimensionVerdict(None, weight, why_unknown or "not scored", "none")
+        else:
+            data = answer.data or {}
+            usage, model = answer.usage, answer.model
+            reported = data.get("overallScore")
+            feedback_parts.append(str(data.get("feedback", "")).strip())
+            judge_fixes = [str(f) for f in data.get("suggestedFixes", [])]
+            for dim in rubric.judged_dimensions:
+                given = data["dimensionScores"][dim.id]
+                unknown = bool(given.get("indeterminate"))
+                verdicts[dim.id] = DimensionVerdict(None if unknown else float(given["score"]), dim.weight,
+                                                    str(given["reason"]), "none" if unknown else "judge")
+            if any(v.score is None for v in verdicts.values()) and why_unknown is None:
+                why_unknown = "not scored (indeterminate): the judge could not score " + ", ".join(
+                    k for k, v in verdicts.items() if v.score is None)
+    ordered = {d.id: verdicts[d.id] for d in rubric.dimensions}
+    fixes = _unique([f for v in ordered.values() for f in v.fixes] + judge_fixes)
+    evaluation = Evaluation(rubric=rubric, threshold=threshold, dimensions=ordered, feedback="",
+                            suggested_fixes=fixes, usage=usage, model=model, indeterminate_reason=why_unknown,
+                            judge_reported_score=reported)
+    summary = _summary(evaluation)
+    feedback = " ".join(p for p in [summary, *feedback_parts] if p)
+    return Evaluation(**{**evaluation.__dict__, "feedback": feedback})
+
+
+def _ask_judge(judge: Runner | None, request: dict[str, Any], rubric: Rubric, judged: list[str],
+               artifact: str) -> RunnerOutput:
+    if judge is None:
+        raise ModelUnavailable("no evaluator is configured for the judged dimensions " + ", ".join(judged))
+    schema = judge_schema(rubric, judged)
+    wire = {**request, "artifact": artifact, "dimensions": judged, "schema": schema,
+            "rubric": json.loads(rubric.model_dump_json(include={"name", "version", "title", "threshold"})),
+            "rubric_text": render_rubric(rubric, judged)}
+    answer = judge.run({**wire, "rubric_model": rubric} if isinstance(judge, LlmJudge) else wire)
+    errors = validation_errors(answer.data, schema)
+    if errors:
+        raise ValidationFailed(f"validation_failed: the evaluator's answer does not match EvaluatorOutput: "
+                               f"{'; '.join(errors[:3])}", errors, json.dumps(answer.data)[:2000])
+    return answer
+
+
+def _summary(evaluation: Evaluation) -> str:
+    low, high = evaluation.bounds
+    verdict = evaluation.passed
+    if verdict is None:
+        return (f"{evaluation.indeterminate_reason}. Scored dimensions give {low:.2f}..{high:.2f} "
+                f"against threshold {evaluation.threshold:.2f}.")
+    weakest = sorted(((d.score, name) for name, d in evaluation.dimensions.items() if d.score is not None))[:2]
+    weak = ", ".join(f"{name} {score:.2f}" for score, name in weakest if score < 1.0)
+    score = f"{low:.2f}" if low == high else f"{low:.2f}..{high:.2f}"
+    word = "meets" if verdict else "below"
+    text = f"Overall {score} {word} threshold {evaluation.threshold:.2f}."
+    if not verdict and weak:
+        text += f" Weakest: {weak}."
+    return text
+
+
+def _unique(items: list[str]) -> list[str]:
+    seen: set[str] = set()
+    return [i for i in items if not (i in seen or seen.add(i))]

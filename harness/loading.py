@@ -1,0 +1,501 @@
+"""Files to models. Every mistake is one ``HarnessConfigError`` naming the file, the field and the fix."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.checks import parse_check
+from harness.errors import HarnessConfigError
+from harness.llm import ModelSettings
+from harness.models import (
+    AgentConfig,
+    Case,
+    Dimension,
+    Examples,
+    LoopPolicy,
+    PromptFile,
+    Rubric,
+    RunnerSpec,
+    SuiteConfig,
+)
+from harness.semver import parse_version
+from harness.yamlfile import LineDict, load_yaml
+
+WEIGHT_TOLERANCE = 1e-6
+REQUIRED_PROMPT_SECTIONS = ("Role", "Inputs", "Outputs", "Instructions", "Examples", "Constraints")
+BUILTIN_RUNNER_KINDS = ("prompt", "python", "command")
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class Section:
+    """A mapping from a user file, checked for unknown and missing keys as it is read."""
+
+    def __init__(self, raw: Any, path: Path, field: str, *, known: Iterable[str], required: Iterable[str] = ()):
+        self.path, self.field = path, field
+        if not isinstance(raw, Mapping):
+            raise self.error(field, f"expected a mapping, got {_type_name(raw)}", "write it as `key: value` lines")
+        self.raw = raw
+        known = tuple(known)
+        for key in raw:
+            if key not in known:
+                raise self.error(
+                    self.sub(str(key)), "unknown key", f"remove it or use one of: {', '.join(known)}"
+                )
+        for key in required:
+            if key not in raw:
+                raise self.error(self.sub(key), "missing", f"add `{key}:`")
+
+    def sub(self, key: str) -> str:
+        return f"{self.field}.{key}" if self.field else key
+
+    def error(self, field: str | None, problem: str, fix: str | None = None) -> HarnessConfigError:
+        return HarnessConfigError(self.path, field, problem, fix)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.raw
+
+    def text(self, key: str, default: str | None = None) -> str | None:
+        value = self.raw.get(key, default)
+        if value is None or isinstance(value, str):
+            return value
+        if isinstance(value, (int, float, dt.date)) and not isinstance(value, bool):
+            return str(value)
+        raise self.error(self.sub(key), f"expected text, got {_type_name(value)}", "quote the value")
+
+    def number(self, key: str, default: float | None = None, *, low: float | None = None,
+               high: float | None = None) -> float | None:
+        value = self.raw.get(key, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+            raise self.error(self.sub(key), f"expected a number, got {value!r}", "write a number such as 0.85")
+        _check_range(self, self.sub(key), float(value), low, high)
+        return float(value)
+
+    def integer(self, key: str, default: int, *, low: int = 1) -> int:
+        value = self.raw.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise self.error(self.sub(key), f"expected a whole number >= {low}, got {value!r}",
+                             f"write a whole number such as {max(low, 3)}")
+        return value
+
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self.raw.get(key, default)
+        if not isinstance(value, bool):
+            raise self.error(self.sub(key), f"expected true or false, got {value!r}", "write true or false")
+        return value
+
+    def text_list(self, key: str) -> tuple[str, ...]:
+        value = self.raw.get(key) or []
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.error(self.sub(key), "expected a list of text", "write `- item` lines")
+        return tuple(value)
+
+    def section(self, key: str, *, known: Iterable[str], required: Iterable[str] = ()) -> Section:
+        return Section(self.raw.get(key) or {}, self.path, self.sub(key), known=known, required=required)
+
+
+def _check_range(section: Section, field: str, value: float, low: float | None, high: float | None) -> None:
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise section.error(field, f"{value:g} is outside {low:g}..{high:g}",
+                            f"use a value between {low:g} and {high:g}")
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "text", type(None): "nothing"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _check_id(section: Section, field: str, value: Any, what: str) -> str:
+    if not isinstance(value, str) or not ID_PATTERN.match(value):
+        raise section.error(field, f"{what} {value!r} is not a valid id",
+                            "use letters, digits, '_', '-' or '.', starting with a letter or digit")
+    return value
+
+
+# --- rubrics -----------------------------------------------------------------------------------
+
+
+def load_rubric(path: Path, *, import_root: Path) -> Rubric:
+    """Load either rubric format: seed 000's dimensions or seed 003's criteria."""
+    raw = load_yaml(path)
+    if isinstance(raw, Mapping) and "criteria" in raw:
+        return _load_review_rubric(raw, path, import_root)
+    return _load_dimension_rubric(raw, path, import_root)
+
+
+def _version(section: Section, key: str) -> str:
+    version = section.text(key)
+    if version is None:
+        raise section.error(section.sub(key), "missing", "add a semantic version such as 1.0.0")
+    if parse_version(version) is None:
+        raise section.error(section.sub(key), f"{version!r} is not a semantic version",
+                            "write MAJOR.MINOR.PATCH, such as 1.0.0")
+    return version
+
+
+def _load_dimension_rubric(raw: Any, path: Path, import_root: Path) -> Rubric:
+    top = Section(raw, path, "", known=("metadata", "threshold", "dimensions", "examples"),
+                  required=("metadata", "threshold", "dimensions"))
+    meta = top.section("metadata", known=("name", "version", "agent", "updated", "description"),
+                       required=("name", "version"))
+    threshold = top.number("threshold", low=0.0, high=1.0)
+    dims_raw = top.raw["dimensions"]
+    if not isinstance(dims_raw, Mapping) or not dims_raw:
+        raise top.error("dimensions", "expected a mapping of dimension ids", "add at least one dimension")
+    dimensions = []
+    for dim_id, dim_raw in dims_raw.items():
+        field = f"dimensions.{dim_id}"
+        _check_id(top, field, dim_id, "dimension id")
+        dim = Section(dim_raw, path, field, known=("weight", "description", "scoring", "check", "name"),
+                      required=("weight", "description"))
+        weight = dim.number("weight", low=0.0, high=1.0)
+        scoring = _scoring_levels(dim)
+        check = None
+        if "check" in dim:
+            check = parse_check(dim.raw["check"], path=path, field=dim.sub("check"),
+                                base_dir=path.parent, import_root=import_root)
+        dimensions.append(Dimension(id=dim_id, weight=weight, description=dim.text("description"),
+                                    name=dim.text("name"), scoring=scoring, check=check))
+    _check_weights_sum(top, "dimensions", dimensions)
+    return Rubric(
+        name=path.stem, path=path, title=meta.text("name"), version=_version(meta, "version"),
+        description=meta.text("description"), agent=meta.text("agent"), updated=meta.text("updated"),
+        threshold=threshold, scoring_mode="weighted", dimensions=tuple(dimensions),
+        examples=_examples(top, path),
+    )
+
+
+def _scoring_levels(dim: Section) -> dict[float, str]:
+    raw = dim.raw.get("scoring") or {}
+    if not isinstance(raw, Mapping):
+        raise dim.error(dim.sub("scoring"), "expected a mapping of score: description",
+                        'write lines such as `1.0: "Exact match"`')
+    levels: dict[float, str] = {}
+    for key, text in raw.items():
+        field = f"{dim.sub('scoring')}.{key}"
+        try:
+            level = float(key)
+        except (TypeError, ValueError):
+            raise dim.error(field, f"score level {key!r} is not a number", "use a number between 0 and 1") from None
+        _check_range(dim, field, level, 0.0, 1.0)
+        if not isinstance(text, str):
+            raise dim.error(field, "expected a description of the level", "quote the description")
+        levels[level] = text
+    return levels
+
+
+def _check_weights_sum(section: Section, field: str, dimensions: list[Dimension]) -> None:
+    total = sum(d.weight for d in dimensions)
+    if abs(total - 1.0) > WEIGHT_TOLERANCE:
+        parts = " + ".join(f"{d.weight:g}" for d in dimensions)
+        raise section.error(f"{field}.*.weight", f"weights sum to {total:.4g} ({parts}), not 1.0",
+                            "adjust the weights so they add up to exactly 1.0")
+
+
+def _load_review_rubric(raw: Any, path: Path, import_root: Path) -> Rubric:
+    top = Section(raw, path, "", known=("rubric_id", "version", "description", "scoring_mode", "pass_threshold",
+                                         "criteria", "output_schema", "examples", "agent"),
+                  required=("rubric_id", "version", "scoring_mode", "criteria"))
+    mode = top.text("scoring_mode")
+    if mode not in ("binary", "weighted"):
+        raise top.error("scoring_mode", f"{mode!r} is not a scoring mode", "use binary or weighted")
+    threshold = top.number("pass_threshold", low=0.0, high=1.0)
+    if mode == "weighted" and threshold is None:
+        raise top.error("pass_threshold", "missing for weighted scoring", "add `pass_threshold: 0.8`")
+    criteria_raw = top.raw["criteria"]
+    if not isinstance(criteria_raw, list) or not criteria_raw:
+        raise top.error("criteria", "expected a list with at least one criterion", "add `- id: ...` entries")
+    seen: set[str] = set()
+    parsed = []
+    for index, item in enumerate(criteria_raw):
+        field = f"criteria[{index}]"
+        crit = Section(item, path, field, known=("id", "name", "description", "pass_condition", "fail_condition",
+                                                  "weight", "check"),
+                       required=("id", "name", "description", "pass_condition", "fail_condition"))
+        crit_id = _check_id(crit, crit.sub("id"), crit.raw["id"], "criterion id")
+        if crit_id in seen:
+            raise crit.error(crit.sub("id"), f"duplicate criterion id {crit_id!r}", "give every criterion its own id")
+        seen.add(crit_id)
+        weight = crit.number("weight", 1.0)
+        if weight <= 0:
+            raise crit.error(crit.sub("weight"), f"weight must be positive, got {weight:g}", "use a number above 0")
+        check = None
+        if "check" in crit:
+            check = parse_check(crit.raw["check"], path=path, field=crit.sub("check"),
+                                base_dir=path.parent, import_root=import_root)
+        parsed.append((crit_id, weight, crit, check))
+    total = sum(weight for _, weight, _, _ in parsed)
+    dimensions = tuple(
+        Dimension(id=crit_id, weight=weight / total, name=crit.text("name"), description=crit.text("description"),
+                  pass_condition=crit.text("pass_condition"), fail_condition=crit.text("fail_condition"),
+                  scoring={1.0: crit.text("pass_condition"), 0.0: crit.text("fail_condition")}, check=check)
+        for crit_id, weight, crit, check in parsed
+    )
+    rubric_id = top.text("rubric_id")
+    return Rubric(
+        name=path.stem, path=path, title=rubric_id, version=_version(top, "version"),
+        description=top.text("description"), agent=top.text("agent"), threshold=threshold,
+        scoring_mode=mode, dimensions=dimensions, examples=_examples(top, path),
+    )
+
+
+def _examples(top: Section, path: Path) -> Examples:
+    if "examples" not in top:
+        return Examples()
+    ex = top.section("examples", known=("gold", "anti_patterns", "inputs"))
+    gold = _glob_paths(ex, "gold", path.parent)
+    anti = _glob_paths(ex, "anti_patterns", path.parent)
+    inputs = load_inputs(ex.raw.get("inputs") or {}, path, ex.sub("inputs"), path.parent)
+    return Examples(gold=gold, anti_patterns=anti, inputs=inputs)
+
+
+def _glob_paths(section: Section, key: str, base: Path) -> tuple[Path, ...]:
+    found: list[Path] = []
+    for pattern in section.text_list(key):
+        matches = sorted(base.glob(pattern))
+        if not matches:
+            raise section.error(section.sub(key), f"{pattern!r} matches no file under {base}",
+                                "fix the path; it is relative to the rubric file")
+        found.extend(matches)
+    return tuple(found)
+
+
+# --- inputs ------------------------------------------------------------------------------------
+
+
+def load_inputs(raw: Any, path: Path, field: str, base: Path) -> dict[str, Any]:
+    """Case inputs: plain values, or ``{file: relative/path}`` loaded as YAML, JSON or text."""
+    if not isinstance(raw, Mapping):
+        raise HarnessConfigError(path, field, "expected a mapping of input names", "write `name: value` lines")
+    inputs: dict[str, Any] = {}
+    for name, value in raw.items():
+        if isinstance(value, Mapping) and set(value) == {"file"}:
+            inputs[name] = _read_input_file(base / str(value["file"]), path, f"{field}.{name}.file")
+        else:
+            inputs[name] = value
+    return inputs
+
+
+def _read_input_file(target: Path, path: Path, field: str) -> Any:
+    try:
+        text = target.read_text(encoding="utf-8")
+    except OSError:
+        raise HarnessConfigError(path, field, f"cannot read {target}",
+                                 "fix the path; it is relative to the file that names it") from None
+    if target.suffix in (".yaml", ".yml"):
+        return load_yaml(target)
+    if target.suffix == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise HarnessConfigError(target, f"line {exc.lineno}", f"invalid JSON ({exc.msg})",
+                                     "fix the JSON") from None
+    return text
+
+
+# --- prompts -----------------------------------------------------------------------------------
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+
+
+def load_prompt(path: Path, *, source: str) -> PromptFile:
+    """A prompt file must have a title and the six sections of seed 000 section 4."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        raise HarnessConfigError(source, None, f"prompt file {path} cannot be read",
+                                 "fix the path; it is relative to agents.yaml") from None
+    title = ""
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        heading = _HEADING.match(line)
+        if heading and len(heading[1]) == 1 and not title:
+            title = heading[2]
+            current = None
+        elif heading and len(heading[1]) == 2:
+            current = sections.setdefault(heading[2].strip(), [])
+        elif current is not None:
+            current.append(line)
+    missing = [name for name in REQUIRED_PROMPT_SECTIONS if not "\n".join(sections.get(name, [])).strip()]
+    if missing:
+        word = "section" if len(missing) == 1 else "sections"
+        raise HarnessConfigError(path, "## " + missing[0], f"missing or empty {word}: {', '.join(missing)}",
+                                 f"add `## {missing[0]}` with its content (required: "
+                                 f"{', '.join(REQUIRED_PROMPT_SECTIONS)})")
+    return PromptFile(path=path, title=title or path.stem,
+                      sections={k: "\n".join(v).strip() for k, v in sections.items()}, text=text)
+
+
+# --- agents.yaml -------------------------------------------------------------------------------
+
+_POLICY_KEYS = ("threshold", "max_attempts", "escalate_on_fail", "margin_required", "escalate_conditions")
+_DEFAULT_KEYS = ("pass_threshold", "max_attempts", "escalate_on_fail", "margin_required", "escalate_conditions",
+                 "escalation_fails_gate")
+_JUDGE_KEYS = ("model", "temperature", "max_tokens", "timeout_s", "max_retries")
+
+
+def load_suite(path: Path, *, rubrics_dir: Path, runner_kinds: Iterable[str]) -> SuiteConfig:
+    """Load agents.yaml: defaults (seed 000 section 7), a judge section, and the agents (section 6)."""
+    raw = load_yaml(path)
+    top = Section(raw, path, "", known=("defaults", "judge", "agents"), required=("agents",))
+    defaults = top.section("defaults", known=_DEFAULT_KEYS)
+    base_policy = LoopPolicy(
+        threshold=defaults.number("pass_threshold", None, low=0.0, high=1.0),
+        max_attempts=defaults.integer("max_attempts", 3),
+        escalate_on_fail=defaults.boolean("escalate_on_fail", True),
+        margin_required=defaults.number("margin_required", 0.0, low=0.0, high=1.0),
+        escalate_conditions=defaults.text_list("escalate_conditions"),
+        escalation_fails_gate=defaults.boolean("escalation_fails_gate", True),
+    )
+    judge = _judge_settings(top.section("judge", known=_JUDGE_KEYS), ModelSettings())
+    agents_raw = top.raw["agents"]
+    if not isinstance(agents_raw, Mapping) or not agents_raw:
+        raise top.error("agents", "expected a mapping of agent names", "add at least one agent")
+    kinds = tuple(runner_kinds)
+    agents = {}
+    for name, agent_raw in agents_raw.items():
+        _check_id(top, f"agents.{name}", name, "agent name")
+        agents[name] = _load_agent(name, agent_raw, path, base_policy, judge, rubrics_dir, kinds)
+    return SuiteConfig(path=path, agents=agents)
+
+
+def _judge_settings(section: Section, base: ModelSettings) -> ModelSettings:
+    values = dict(
+        model=section.text("model", base.model),
+        temperature=section.number("temperature", base.temperature, low=0.0, high=1.0),
+        max_tokens=section.integer("max_tokens", base.max_tokens),
+        timeout_s=section.number("timeout_s", base.timeout_s, low=0.001, high=3600.0),
+        max_retries=section.integer("max_retries", base.max_retries, low=0),
+    )
+    return ModelSettings(**values)
+
+
+def _load_agent(name: str, raw: Any, path: Path, base_policy: LoopPolicy, judge: ModelSettings,
+                rubrics_dir: Path, kinds: tuple[str, ...]) -> AgentConfig:
+    agent = Section(raw, path, f"agents.{name}",
+                    known=("rubric", "producer", "evaluator", "reviser", "judge", "description") + _POLICY_KEYS,
+                    required=("rubric", "producer"))
+    policy = LoopPolicy(
+        threshold=agent.number("threshold", base_policy.threshold, low=0.0, high=1.0),
+        max_attempts=agent.integer("max_attempts", base_policy.max_attempts),
+        escalate_on_fail=agent.boolean("escalate_on_fail", base_policy.escalate_on_fail),
+        margin_required=agent.number("margin_required", base_policy.margin_required, low=0.0, high=1.0),
+        escalate_conditions=agent.text_list("escalate_conditions") or base_policy.escalate_conditions,
+        escalation_fails_gate=base_policy.escalation_fails_gate,
+    )
+    specs = {role: _runner_spec(agent, role, path, kinds) for role in ("producer", "evaluator", "reviser")
+             if role in agent}
+    prompts = {}
+    for role, spec in specs.items():
+        if spec.kind == "prompt":
+            prompts[role] = load_prompt(spec.base_dir / spec.target, source=f"{path}: {agent.sub(role)}")
+    return AgentConfig(
+        name=name, rubric_path=_rubric_path(agent, path, rubrics_dir), producer=specs["producer"],
+        evaluator=specs.get("evaluator"), reviser=specs.get("reviser"), policy=policy,
+        judge=_judge_settings(agent.section("judge", known=_JUDGE_KEYS), judge), prompts=prompts,
+    )
+
+
+def _rubric_path(agent: Section, path: Path, rubrics_dir: Path) -> Path:
+    ref = agent.text("rubric")
+    candidates = [path.parent / ref] if ref.endswith((".yaml", ".yml")) else [
+        rubrics_dir / f"{ref}.yaml", rubrics_dir / f"{ref}.yml"]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate.resolve()
+    known = sorted(p.stem for p in rubrics_dir.glob("*.y*ml")) if rubrics_dir.is_dir() else []
+    raise agent.error(agent.sub("rubric"), f"no rubric {ref!r} (looked for {candidates[0]})",
+                      f"use one of: {', '.join(known)}" if known else f"create {candidates[0]}")
+
+
+def _runner_spec(agent: Section, role: str, path: Path, kinds: tuple[str, ...]) -> RunnerSpec:
+    field = agent.sub(role)
+    raw = agent.raw[role]
+    source = f"{path}: {field}"
+    if isinstance(raw, str):
+        if not raw.endswith(".md"):
+            raise agent.error(field, f"{raw!r} is not a prompt file",
+                              "give a .md prompt path, or a mapping such as `{python: module:function}` "
+                              "or `{command: ...}`")
+        return RunnerSpec(kind="prompt", target=raw, base_dir=path.parent, source=source)
+    if not isinstance(raw, Mapping):
+        raise agent.error(field, f"expected a prompt path or a mapping, got {_type_name(raw)}",
+                          "write `{python: module:function}`, `{command: ...}` or a .md path")
+    options = dict(raw)
+    if "kind" in options:
+        kind = options.pop("kind")
+        target = options.pop("target", "")
+    else:
+        named = [k for k in options if k in kinds]
+        if len(named) != 1:
+            raise agent.error(field, "cannot tell the kind of runner",
+                              f"use exactly one of: {', '.join(kinds)}, or `kind: <plugin kind>`")
+        kind = named[0]
+        target = options.pop(kind)
+    if kind not in kinds:
+        raise agent.error(f"{field}.kind", f"unknown runner kind {kind!r}",
+                          f"use one of: {', '.join(kinds)} (plugins add kinds via pytest_harness_runner_kinds)")
+    if isinstance(target, list) and kind == "command":
+        target = " ".join(_shell_quote(str(t)) for t in target)
+    if not isinstance(target, str) or not target:
+        raise agent.error(f"{field}.{kind}", "expected text", "give the prompt path, module:function or command")
+    if kind == "python" and not re.match(r"^[\w.]+:[\w.]+$", target):
+        raise agent.error(f"{field}.python", f"{target!r} is not module:function",
+                          "write it as package.module:function")
+    return RunnerSpec(kind=kind, target=target, options=options, base_dir=path.parent, source=source)
+
+
+def _shell_quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
+# --- case files --------------------------------------------------------------------------------
+
+_CASE_KEYS = ("id", "inputs", "flags", "today", "description", "agent")
+
+
+def load_cases(path: Path, *, agents: Mapping[str, AgentConfig]) -> list[Case]:
+    """A case file: ``agent:`` (default for its cases) and ``cases:``, a list with an id each."""
+    raw = load_yaml(path)
+    top = Section(raw, path, "", known=("agent", "cases", "inputs"), required=("cases",))
+    default_agent = top.text("agent")
+    shared_inputs = load_inputs(top.raw.get("inputs") or {}, path, "inputs", path.parent)
+    cases_raw = top.raw["cases"]
+    if not isinstance(cases_raw, list) or not cases_raw:
+        raise top.error("cases", "expected a list with at least one case", "add `- id: my-case` entries")
+    cases: list[Case] = []
+    seen: set[str] = set()
+    for index, item in enumerate(cases_raw):
+        field = f"cases[{index}]"
+        case = Section(item, path, field, known=_CASE_KEYS, required=("id",))
+        case_id = _check_id(case, case.sub("id"), case.raw["id"], "case id")
+        if case_id in seen:
+            raise case.error(case.sub("id"), f"duplicate case id {case_id!r}", "give every case its own id")
+        seen.add(case_id)
+        agent = case.text("agent", default_agent)
+        if agent is None:
+            raise case.error(case.sub("agent"), "no agent for this case", "add `agent:` at the top of the file")
+        if agent not in agents:
+            raise case.error(case.sub("agent") if "agent" in case else "agent", f"unknown agent {agent!r}",
+                             f"use one of: {', '.join(sorted(agents))} (defined in agents.yaml)")
+        today = case.raw.get("today")
+        if today is not None and not isinstance(today, dt.date):
+            raise case.error(case.sub("today"), f"{today!r} is not a date", "write YYYY-MM-DD")
+        inputs = {**shared_inputs, **load_inputs(case.raw.get("inputs") or {}, path, case.sub("inputs"), path.parent)}
+        cases.append(Case(id=case_id, agent=agent, path=path, line=getattr(item, "line", 0) if isinstance(
+            item, LineDict) else 0, inputs=inputs, flags=case.text_list("flags"), today=today,
+            description=case.text("description")))
+    return cases

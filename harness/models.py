@@ -1,0 +1,175 @@
+"""Typed, frozen models of everything the harness reads and writes.
+
+Loaders (``harness.loading``) turn files into these; nothing below the loader sees a raw dict.
+The record models (``RunRecord``, ``EvaluatorOutput``) follow seed 000 sections 1 and 2 field for field.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.llm import ModelSettings
+
+Outcome = Literal["passed", "failed", "escalated", "indeterminate", "error", "validation_failed"]
+RecordStatus = Literal["running", "passed", "failed", "escalated"]
+Role = Literal["producer", "evaluator", "reviser"]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+
+# --- rubrics -----------------------------------------------------------------------------------
+
+
+class Dimension(Frozen):
+    """One scored dimension (seed 000) or criterion (seed 003) of a rubric."""
+
+    id: str
+    weight: float  # normalised: the weights of a rubric sum to 1.0
+    description: str
+    name: str | None = None
+    scoring: dict[float, str] = Field(default_factory=dict)
+    pass_condition: str | None = None
+    fail_condition: str | None = None
+    check: Any = None  # a harness.checks.Check; None means the LLM judge scores this dimension
+
+    @property
+    def judged(self) -> bool:
+        return self.check is None
+
+    @property
+    def binary(self) -> bool:
+        return self.pass_condition is not None
+
+
+class Examples(Frozen):
+    """The rubric's calibration library (seed 000 section 8)."""
+
+    gold: tuple[Path, ...] = ()
+    anti_patterns: tuple[Path, ...] = ()
+    inputs: dict[str, Any] = Field(default_factory=dict)
+
+
+class Rubric(Frozen):
+    name: str  # the file stem: what --rubric and agents.yaml refer to
+    path: Path
+    title: str
+    version: str
+    description: str | None = None
+    agent: str | None = None
+    updated: str | None = None
+    threshold: float | None  # None only for a binary review rubric (every criterion must pass)
+    scoring_mode: Literal["weighted", "binary"] = "weighted"
+    dimensions: tuple[Dimension, ...]
+    examples: Examples = Examples()
+
+    @property
+    def judged_dimensions(self) -> tuple[Dimension, ...]:
+        return tuple(d for d in self.dimensions if d.judged)
+
+    def effective_threshold(self, fallback: float) -> float:
+        if self.scoring_mode == "binary":
+            return 1.0
+        return self.threshold if self.threshold is not None else fallback
+
+
+# --- agents, suites, cases ---------------------------------------------------------------------
+
+
+class RunnerSpec(Frozen):
+    """How one role of an agent runs: an LLM prompt, a Python callable, a command, or a plugin kind."""
+
+    kind: str
+    target: str  # prompt path, "module:function", or command line
+    options: dict[str, Any] = Field(default_factory=dict)
+    base_dir: Path  # relative paths in the spec resolve here (the agents.yaml folder)
+    source: str  # "suites/agents.yaml: agents.x.producer", for error messages
+
+
+class PromptFile(Frozen):
+    """A prompt with the required sections of seed 000 section 4."""
+
+    path: Path
+    title: str
+    sections: dict[str, str]
+    text: str
+
+
+class LoopPolicy(Frozen):
+    """Thresholds and escalation (seed 000 section 7), resolved for one agent."""
+
+    threshold: float | None = None  # None: the rubric's threshold applies
+    max_attempts: int = 3
+    escalate_on_fail: bool = True
+    margin_required: float = 0.0
+    escalate_conditions: tuple[str, ...] = ()
+    escalation_fails_gate: bool = True
+
+
+class AgentConfig(Frozen):
+    name: str
+    rubric_path: Path
+    producer: RunnerSpec
+    evaluator: RunnerSpec | None = None
+    reviser: RunnerSpec | None = None
+    policy: LoopPolicy
+    judge: ModelSettings
+    prompts: dict[str, PromptFile] = Field(default_factory=dict)  # role -> validated prompt file
+
+
+class SuiteConfig(Frozen):
+    path: Path
+    agents: dict[str, AgentConfig]
+
+
+class Case(Frozen):
+    id: str
+    agent: str
+    path: Path
+    line: int  # 0-based, for reportinfo
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    flags: tuple[str, ...] = ()
+    today: dt.date | None = None  # pins "now" for date checks; None means UTC today
+    description: str | None = None
+
+
+# --- records (seed 000 sections 1 and 2) -------------------------------------------------------
+
+
+class DimensionScore(Frozen):
+    score: float | None  # None: indeterminate (nobody could score it)
+    weight: float
+    reason: str
+
+
+class EvaluatorOutput(Frozen):
+    """Seed 000 section 2, as written to attempt-{n}.eval.json (camelCase on disk)."""
+
+    overallScore: float | None
+    passed: bool
+    dimensionScores: dict[str, DimensionScore]
+    feedback: str
+    suggestedFixes: list[str]
+    metadata: dict[str, Any] | None = None
+
+
+class RunRecord(Frozen):
+    """Seed 000 section 1, one per attempt, in run-log.json and the agent_runs table."""
+
+    cycle_id: str
+    agent_name: str
+    attempt: int
+    status: RecordStatus
+    overall_score: float | None
+    dimension_scores: dict[str, float | None]
+    feedback: str
+    suggested_fixes: list[str]
+    artifact_path: str
+    created_at: str
+    duration_ms: int | None = None
+    rubric_version: str | None = None

@@ -1,0 +1,275 @@
+"""pytest File and Item classes: rubric files and case files become items."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.checks import CheckContext
+from harness.engine import CasePlan, LoopResult, run_loop
+from harness.errors import HarnessConfigError, HarnessError
+from harness.judges import evaluate
+from harness.loading import load_cases, load_rubric, load_suite
+from harness.models import AgentConfig, Case, Rubric
+from harness.report_text import failure_table
+from harness.runners import Runner
+from harness.session import HarnessSession, harness_session
+
+DEFAULT_THRESHOLD = 0.85
+AGENTS_FILE = "agents.yaml"
+CASE_COUNTS = pytest.StashKey[dict[str, int]]()
+
+
+class CaseFailed(Exception):
+    """A case did not pass; ``repr_failure`` turns it into a dimension table."""
+
+    def __init__(self, item: CaseItem, result: LoopResult):
+        super().__init__(result.outcome)
+        self.item = item
+        self.result = result
+
+
+def load_rubric_once(hs: HarnessSession, path: Path) -> Rubric:
+    return hs.cached("rubric", path, lambda: load_rubric(path, import_root=hs.import_root))
+
+
+def runner_kinds(config: pytest.Config) -> list[str]:
+    kinds: list[str] = []
+    for names in config.hook.pytest_harness_runner_kinds():
+        kinds.extend(n for n in names if n not in kinds)
+    return kinds
+
+
+def find_agents_file(start: Path, root: Path) -> Path | None:
+    """The nearest agents.yaml in the case file's folder or above it, up to the rootdir."""
+    for folder in (start, *start.parents):
+        candidate = folder / AGENTS_FILE
+        if candidate.is_file():
+            return candidate
+        if folder == root:
+            break
+    return None
+
+
+# --- rubric files ------------------------------------------------------------------------------
+
+
+class RubricFile(pytest.File):
+    """``rubrics/NAME.yaml``: one item for validity, one per calibration example."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        hs = harness_session(self.config)
+        rubric = self._load(hs)
+        yield RubricValidItem.from_parent(self, name="valid", rubric=rubric)
+        threshold = rubric.effective_threshold(DEFAULT_THRESHOLD)
+        for kind, paths in (("gold", rubric.examples.gold), ("anti", rubric.examples.anti_patterns)):
+            for example in paths:
+                yield CalibrationItem.from_parent(self, name=f"{kind}[{example.stem}]", rubric=rubric,
+                                                  example=example, gold=kind == "gold", threshold=threshold)
+
+    def _load(self, hs: HarnessSession) -> Rubric:
+        try:
+            return load_rubric_once(hs, self.path)
+        except HarnessConfigError as exc:
+            raise self.CollectError(str(exc)) from None
+
+
+class HarnessItem(pytest.Item):
+    rubric: Rubric
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, 0, f"{self.rubric.name}: {self.name}"
+
+
+class RubricValidItem(HarnessItem):
+    def __init__(self, *, rubric: Rubric, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.rubric = rubric
+
+    def runtest(self) -> None:
+        # Parsing already validated the file; a versioning check joins here (rubric diff, issue 4).
+        version_check = _version_bump_check()
+        if version_check is not None:
+            version_check(self.rubric)
+
+
+def _version_bump_check():
+    try:
+        from harness.tracking.versioning import check_version_bump
+    except ImportError:
+        return None
+    return check_version_bump
+
+
+class CalibrationItem(HarnessItem):
+    """Seed 000 section 8: gold examples score at or above the threshold, anti-patterns below it."""
+
+    def __init__(self, *, rubric: Rubric, example: Path, gold: bool, threshold: float, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.rubric, self.example, self.gold, self.threshold = rubric, example, gold, threshold
+
+    def runtest(self) -> None:
+        hs = harness_session(self.config)
+        judge = _calibration_judge(self.config, hs, self.rubric)
+        context = CheckContext(inputs=self.rubric.examples.inputs, today=_examples_today(self.rubric))
+        evaluation = evaluate(self.example.read_text(encoding="utf-8"), rubric=self.rubric, threshold=self.threshold,
+                              context=context, judge=judge,
+                              request={"agent": self.rubric.agent or "", "case": self.example.stem,
+                                       "inputs": dict(self.rubric.examples.inputs), "role": "evaluator",
+                                       "attempt": 1})
+        low, high = evaluation.bounds
+        score = f"{low:.2f}" if low == high else f"{low:.2f}..{high:.2f}"
+        self.user_properties.append(("harness_rubric", self.rubric.name))
+        if evaluation.passed is None:
+            raise pytest.skip.Exception(f"{evaluation.indeterminate_reason}; calibration not decided ({score})",
+                                        _use_item_location=True)
+        if evaluation.passed != self.gold:
+            expected = "at or above" if self.gold else "below"
+            dims = "; ".join(f"{name} {d.score:.2f} ({d.reason})" for name, d in evaluation.dimensions.items()
+                             if d.score is not None)
+            raise CalibrationFailed(f"{self.example.name} scores {score}, expected {expected} the threshold "
+                                    f"{self.threshold:.2f}: {dims}")
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:
+        if isinstance(excinfo.value, (CalibrationFailed, HarnessError)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+
+class CalibrationFailed(Exception):
+    pass
+
+
+def _examples_today(rubric: Rubric):
+    value = rubric.examples.inputs.get("today")
+    import datetime as dt
+
+    return value if isinstance(value, dt.date) else dt.datetime.now(dt.timezone.utc).date()
+
+
+def _calibration_judge(config: pytest.Config, hs: HarnessSession, rubric: Rubric) -> Runner | None:
+    """The evaluator of the first agent that uses this rubric, when there is one."""
+    if not rubric.judged_dimensions:
+        return None
+    suite_path = hs.import_root / config.getini("harness_suite")
+    if not suite_path.is_file():
+        return None
+    suite = hs.cached("suite", suite_path, lambda: load_suite(suite_path, rubrics_dir=hs.rubrics_dir,
+                                                              runner_kinds=runner_kinds(config)))
+    for agent in suite.agents.values():
+        if agent.rubric_path == rubric.path.resolve() and agent.evaluator is not None:
+            return config.hook.pytest_harness_make_runner(spec=agent.evaluator, role="evaluator", agent=agent,
+                                                          config=config)
+    return None
+
+
+# --- case files --------------------------------------------------------------------------------
+
+
+class CaseFile(pytest.File):
+    """``*.cases.yaml``: every case is one item, named by its id."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        hs = harness_session(self.config)
+        try:
+            agents_path = find_agents_file(self.path.parent, Path(self.config.rootpath))
+            if agents_path is None:
+                raise HarnessConfigError(self.path, None, f"no {AGENTS_FILE} in this folder or above it",
+                                         f"create {AGENTS_FILE} next to the suites (see README)")
+            suite = hs.cached("suite", agents_path, lambda: load_suite(
+                agents_path, rubrics_dir=hs.rubrics_dir, runner_kinds=runner_kinds(self.config)))
+            cases = load_cases(self.path, agents=suite.agents)
+            items = [self._item(hs, case, suite.agents[case.agent]) for case in cases]
+        except HarnessConfigError as exc:
+            raise self.CollectError(str(exc)) from None
+        yield from items
+
+    def _item(self, hs: HarnessSession, case: Case, agent: AgentConfig) -> CaseItem:
+        rubric = load_rubric_once(hs, agent.rubric_path)
+        if rubric.judged_dimensions and agent.evaluator is None:
+            names = ", ".join(d.id for d in rubric.judged_dimensions)
+            raise HarnessConfigError(agent.producer.source.split(": ")[0], f"agents.{agent.name}.evaluator",
+                                     f"rubric {rubric.name} has dimensions without a check ({names}) but the "
+                                     "agent has no evaluator", "add `evaluator:` (an evaluator prompt .md)")
+        runners = {role: self.config.hook.pytest_harness_make_runner(spec=spec, role=role, agent=agent,
+                                                                     config=self.config)
+                   for role, spec in (("producer", agent.producer), ("reviser", agent.reviser),
+                                      ("evaluator", agent.evaluator)) if spec is not None}
+        for role, runner in runners.items():
+            if runner is None:
+                spec = getattr(agent, role)
+                raise HarnessConfigError(spec.source.split(": ")[0], f"agents.{agent.name}.{role}",
+                                         f"no plugin builds runners of kind {spec.kind!r}",
+                                         "install the plugin that provides it or use prompt/python/command")
+        return CaseItem.from_parent(self, name=case.id, case=case, agent=agent, rubric=rubric, runners=runners)
+
+
+class CaseItem(HarnessItem):
+    def __init__(self, *, case: Case, agent: AgentConfig, rubric: Rubric, runners: dict[str, Runner], **kwargs: Any):
+        super().__init__(**kwargs)
+        self.case, self.agent, self.rubric, self.runners = case, agent, rubric, runners
+        self.threshold = (agent.policy.threshold if agent.policy.threshold is not None
+                          else rubric.effective_threshold(DEFAULT_THRESHOLD))
+        if rubric.scoring_mode == "binary":
+            self.threshold = 1.0
+        self.add_marker(pytest.mark.harness_case)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, self.case.line, f"{self.agent.name}[{self.case.id}] scored by {self.rubric.name}"
+
+    def plan(self, hs: HarnessSession) -> CasePlan:
+        shared = self.config.stash.get(CASE_COUNTS, {}).get(self.agent.name, 1) > 1
+        location = hs.store.location(hs.cycle_id, self.agent.name, self.case.id if shared else None)
+        return CasePlan(nodeid=self.nodeid, case=self.case, agent=self.agent, rubric=self.rubric,
+                        threshold=self.threshold, producer=self.runners["producer"],
+                        reviser=self.runners.get("reviser"), judge=self.runners.get("evaluator"), location=location)
+
+    def run_case(self) -> LoopResult:
+        hs = harness_session(self.config)
+        hook = self.config.hook.pytest_harness_attempt_finished
+
+        def on_attempt(record, details) -> None:
+            hook(record=record.model_dump(mode="json"), details=details.__dict__)
+
+        return run_loop(self.plan(hs), hs.store, on_attempt=on_attempt)
+
+    def runtest(self) -> None:
+        hs = harness_session(self.config)
+        result = self.run_case()
+        self._record_properties(hs, result)
+        if result.outcome == "passed":
+            return
+        if result.outcome == "indeterminate" and hs.indeterminate == "skip":
+            raise pytest.skip.Exception(result.escalation_reason or "not scored (indeterminate)",
+                                        _use_item_location=True)
+        if result.outcome == "escalated" and not self.agent.policy.escalation_fails_gate:
+            pytest.xfail(f"escalated: {result.escalation_reason}")
+        raise CaseFailed(self, result)
+
+    def _record_properties(self, hs: HarnessSession, result: LoopResult) -> None:
+        usage = result.usage
+        evaluation = result.last_evaluation
+        dims = {} if evaluation is None else {
+            name: {"score": d.score, "weight": round(d.weight, 6), "reason": d.reason}
+            for name, d in evaluation.dimensions.items()}
+        self.user_properties.extend([
+            ("harness_agent", self.agent.name), ("harness_case", self.case.id), ("harness_rubric", self.rubric.name),
+            ("harness_outcome", result.outcome), ("harness_score", result.final_score),
+            ("harness_threshold", self.threshold), ("harness_attempts", result.final_attempt),
+            ("harness_input_tokens", usage.input_tokens), ("harness_output_tokens", usage.output_tokens),
+            ("harness_cache_write_tokens", usage.cache_write_tokens),
+            ("harness_cache_read_tokens", usage.cache_read_tokens),
+            ("harness_cost_usd", round(result.cost_usd, 6)), ("harness_cycle", hs.cycle_id),
+            ("harness_artifact", result.artifact_path), ("harness_dimensions", json.dumps(dims)),
+        ])
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:
+        if isinstance(excinfo.value, CaseFailed):
+            return failure_table(excinfo.value.result, self.agent.name, self.case.id, self.threshold)
+        if isinstance(excinfo.value, HarnessError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)

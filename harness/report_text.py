@@ -1,0 +1,120 @@
+"""Plain-text reports for the terminal: the failure table of one item and the session summary."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.engine import LoopResult
+
+REASON_WIDTH = 90
+
+
+def _score(value: float | None) -> str:
+    return "  -  " if value is None else f"{value:.2f}"
+
+
+def failure_table(result: LoopResult, agent: str, case: str, threshold: float) -> str:
+    """Why an item did not pass: each dimension (score, weight, reason), the fixes, the artifacts."""
+    attempts = f"{result.final_attempt} attempt{'s' * (result.final_attempt != 1)}"
+    score = result.final_score
+    headline = {
+        "failed": f"FAILED after {attempts}: overall {_score(score)} < threshold {threshold:.2f}",
+        "escalated": f"ESCALATED after {attempts}: {result.escalation_reason}",
+        "indeterminate": f"NOT SCORED (indeterminate) after {attempts}: {result.escalation_reason}",
+        "error": f"ERROR on attempt {result.final_attempt}: {result.escalation_reason}",
+        "validation_failed": f"VALIDATION FAILED on attempt {result.final_attempt}: {result.escalation_reason}",
+    }.get(result.outcome, result.outcome)
+    lines = [f"{agent}[{case}] {headline}"]
+    evaluation = result.last_evaluation
+    if evaluation is not None:
+        width = max(len("dimension"), *(len(n) for n in evaluation.dimensions))
+        lines.append(f"  {'dimension':<{width}}  score  weight  reason")
+        for name, dim in evaluation.dimensions.items():
+            reason = dim.reason if len(dim.reason) <= REASON_WIDTH else dim.reason[: REASON_WIDTH - 3] + "..."
+            lines.append(f"  {name:<{width}}  {_score(dim.score):>5}  {dim.weight:>6.2f}  {reason}")
+        low, high = evaluation.bounds
+        overall = _score(low) if low == high else f"{low:.2f}..{high:.2f}"
+        lines.append(f"  {'overall':<{width}}  {overall:>5}          threshold {threshold:.2f} "
+                     "(recomputed from the rubric's weights)")
+        if evaluation.suggested_fixes:
+            lines.append("  suggested fixes:")
+            lines.extend(f"    - {fix}" for fix in evaluation.suggested_fixes)
+    lines.append("  artifacts:")
+    for run in result.all_runs:
+        lines.append(f"    attempt {run.attempt} ({run.status}, {_score(run.overall_score).strip()}): "
+                     f"{run.artifact_path}")
+    return "\n".join(lines)
+
+
+@dataclass
+class RubricTally:
+    items: int = 0
+    passed: int = 0
+    scored: int = 0
+    indeterminate: int = 0
+    escalated: int = 0
+    errors: int = 0
+    scores: list[float] = field(default_factory=list)
+    attempts: list[int] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def add(self, props: dict[str, Any]) -> None:
+        outcome = props.get("harness_outcome")
+        self.items += 1
+        self.passed += outcome == "passed"
+        self.indeterminate += outcome == "indeterminate"
+        self.escalated += outcome == "escalated"
+        self.errors += outcome in ("error", "validation_failed")
+        if outcome in ("passed", "failed", "escalated"):
+            self.scored += 1
+        if props.get("harness_score") is not None:
+            self.scores.append(float(props["harness_score"]))
+        self.attempts.append(int(props.get("harness_attempts") or 0))
+        self.input_tokens += int(props.get("harness_input_tokens") or 0)
+        self.output_tokens += int(props.get("harness_output_tokens") or 0)
+        self.cost_usd += float(props.get("harness_cost_usd") or 0.0)
+
+
+def tally(property_sets: Iterable[dict[str, Any]]) -> dict[str, RubricTally]:
+    tallies: dict[str, RubricTally] = {}
+    for props in property_sets:
+        if "harness_outcome" in props:
+            tallies.setdefault(props["harness_rubric"], RubricTally()).add(props)
+    return dict(sorted(tallies.items()))
+
+
+def summary_lines(tallies: dict[str, RubricTally]) -> list[str]:
+    header = ("rubric", "items", "passed", "pass rate", "mean score", "mean attempts", "tokens in/out", "cost")
+    rows = []
+    for name, t in tallies.items():
+        rate = f"{t.passed / t.scored:.0%}" if t.scored else "-"
+        mean = f"{sum(t.scores) / len(t.scores):.3f}" if t.scores else "-"
+        attempts = f"{sum(t.attempts) / len(t.attempts):.1f}" if t.attempts else "-"
+        rows.append((name, str(t.items), str(t.passed), rate, mean, attempts,
+                     f"{t.input_tokens}/{t.output_tokens}", f"${t.cost_usd:.4f}"))
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths)))]
+    lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+              for r in rows]
+    notes = []
+    for name, t in tallies.items():
+        if t.indeterminate:
+            notes.append(f"{name}: {t.indeterminate} not scored (indeterminate) - set ANTHROPIC_API_KEY to judge them")
+        if t.escalated:
+            notes.append(f"{name}: {t.escalated} escalated to a human")
+        if t.errors:
+            notes.append(f"{name}: {t.errors} ended in an error (model or agent failure)")
+    return lines + notes
+
+
+def properties_of(report: Any) -> dict[str, Any]:
+    props = dict(getattr(report, "user_properties", ()) or ())
+    if isinstance(props.get("harness_dimensions"), str):
+        props["harness_dimensions"] = json.loads(props["harness_dimensions"])
+    return props

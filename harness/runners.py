@@ -1,0 +1,167 @@
+"""The built-in kinds of producer, reviser and evaluator: ``prompt``, ``python`` and ``command``.
+
+Every runner takes one JSON-able request and returns a ``RunnerOutput``. The request is what a
+``command`` runner reads on stdin, so the three kinds see the same thing:
+
+    producer  {"role", "agent", "case", "attempt", "inputs"}
+    reviser   ... plus "artifact", "evaluation" (EvaluatorOutput), "suggested_fixes"
+    evaluator ... plus "artifact", "rubric", "dimensions" (the ids the judge must score), "schema"
+
+A producer or reviser answers with the artifact text, or a JSON object
+``{"artifact": "...", "flags": ["exec_level_partner"]}`` where flags can trigger escalation.
+An evaluator answers with EvaluatorOutput JSON (seed 000 section 2).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+
+from harness.checks import import_callable
+from harness.errors import AgentRunError, ExitCode
+from harness.llm import ModelClient, Usage
+from harness.models import AgentConfig, RunnerSpec
+
+BUILTIN_KINDS = ("prompt", "python", "command")
+DEFAULT_COMMAND_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class RunnerOutput:
+    text: str = ""
+    flags: tuple[str, ...] = ()
+    data: dict[str, Any] | None = None  # an evaluator's EvaluatorOutput
+    usage: Usage = Usage()
+    model: str | None = None
+
+
+class Runner(Protocol):
+    def run(self, request: dict[str, Any]) -> RunnerOutput: ...
+
+
+def output_from_answer(answer: Any, role: str, source: str) -> RunnerOutput:
+    """Normalise what a callable or command returned into a RunnerOutput."""
+    if role == "evaluator":
+        if not isinstance(answer, dict):
+            raise AgentRunError(f"{source}: evaluator returned {type(answer).__name__}, expected EvaluatorOutput JSON",
+                                ExitCode.VALIDATION_FAILED)
+        return RunnerOutput(data=answer)
+    if isinstance(answer, str):
+        return RunnerOutput(text=answer)
+    if isinstance(answer, dict) and isinstance(answer.get("artifact"), str):
+        flags = answer.get("flags") or []
+        if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+            raise AgentRunError(f"{source}: 'flags' must be a list of text")
+        return RunnerOutput(text=answer["artifact"], flags=tuple(flags))
+    raise AgentRunError(f"{source}: {role} returned {type(answer).__name__}; expected the artifact text "
+                        "or {\"artifact\": text, \"flags\": [...]}")
+
+
+# --- python ------------------------------------------------------------------------------------
+
+class PythonRunner:
+    def __init__(self, spec: RunnerSpec, role: str, import_root: Path):
+        self.role = role
+        self.source = f"{spec.target}"
+        file, _, field = spec.source.partition(": ")
+        self.function = import_callable(spec.target, path=file, field=field, import_root=import_root)
+        self.options = spec.options
+
+    def run(self, request: dict[str, Any]) -> RunnerOutput:
+        try:
+            answer = self.function(request, **self.options)
+        except Exception as exc:  # the user's code: report it in one line, not a traceback
+            raise AgentRunError(f"{self.role} {self.source} raised {type(exc).__name__}: {exc}") from exc
+        return output_from_answer(answer, self.role, self.source)
+
+
+# --- command -----------------------------------------------------------------------------------
+
+
+class CommandRunner:
+    """A shell command: the request as JSON on stdin, the artifact (or JSON) on stdout."""
+
+    def __init__(self, spec: RunnerSpec, role: str, cwd: Path):
+        self.role = role
+        self.command = spec.target
+        self.cwd = cwd
+        self.timeout_s = float(spec.options.get("timeout_s", DEFAULT_COMMAND_TIMEOUT_S))
+
+    def run(self, request: dict[str, Any]) -> RunnerOutput:
+        try:
+            done = subprocess.run(self.command, shell=True, cwd=self.cwd, input=json.dumps(request),
+                                  capture_output=True, text=True, timeout=self.timeout_s, check=False)
+        except subprocess.TimeoutExpired:
+            raise AgentRunError(f"{self.role} command timed out after {self.timeout_s:g}s: {self.command}",
+                                ExitCode.TIMEOUT) from None
+        if done.returncode != 0:
+            tail = (done.stderr.strip().splitlines() or ["(no stderr)"])[-1]
+            code = done.returncode if done.returncode in (126, 127) or done.returncode > 128 else 1
+            raise AgentRunError(f"{self.role} command exited {done.returncode}: {self.command}: {tail}",
+                                ExitCode(code) if code in ExitCode._value2member_map_ else ExitCode.GENERAL_FAILURE)
+        out = done.stdout
+        stripped = out.strip()
+        if stripped.startswith("{"):
+            try:
+                return output_from_answer(json.loads(stripped), self.role, self.command)
+            except json.JSONDecodeError:
+                pass
+        if self.role == "evaluator":
+            raise AgentRunError(f"evaluator command printed no JSON: {self.command}", ExitCode.VALIDATION_FAILED)
+        return RunnerOutput(text=out)
+
+
+# --- prompt ------------------------------------------------------------------------------------
+
+
+class PromptRunner:
+    """An LLM producer or reviser: the prompt file is the system prompt, the request the message."""
+
+    def __init__(self, agent: AgentConfig, role: str, client: ModelClient):
+        self.prompt = agent.prompts[role]
+        self.role = role
+        self.client = client
+
+    def run(self, request: dict[str, Any]) -> RunnerOutput:
+        if self.role == "producer":
+            ask = "Produce the artifact for these inputs. Answer with the artifact only."
+            body = {"inputs": request["inputs"]}
+        else:
+            ask = ("Revise the artifact so that it meets the rubric. Apply every suggested fix. "
+                   "Answer with the revised artifact only.")
+            body = {k: request[k] for k in ("inputs", "artifact", "evaluation", "suggested_fixes")}
+        message = f"{ask}\n\n```json\n{json.dumps(body, indent=2, default=str)}\n```"
+        reply = self.client.complete(system=self.prompt.text, messages=[{"role": "user", "content": message}])
+        return RunnerOutput(text=reply.text, usage=reply.usage, model=reply.model)
+
+
+# --- the built-in kinds, as a plugin of our own hooks --------------------------------------------
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_harness_make_runner(spec: RunnerSpec, role: str, agent: AgentConfig,
+                               config: pytest.Config) -> Runner | None:
+    from harness.session import harness_session
+
+    session = harness_session(config)
+    if spec.kind == "python":
+        return PythonRunner(spec, role, session.import_root)
+    if spec.kind == "command":
+        return CommandRunner(spec, role, session.import_root)
+    if spec.kind == "prompt":
+        client = session.model_client(agent.judge)
+        if role == "evaluator":
+            from harness.judges import LlmJudge
+
+            return LlmJudge(agent.prompts[role], client)
+        return PromptRunner(agent, role, client)
+    return None
+
+
+def pytest_harness_runner_kinds() -> list[str]:
+    return list(BUILTIN_KINDS)
