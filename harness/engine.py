@@ -19,6 +19,13 @@ from harness.llm import Usage, price_usd
 from harness.models import AgentConfig, Case, Outcome, RecordStatus, Rubric, RunRecord
 from harness.records import AttemptDetails, RecordStore, RunLocation, utc_now
 from harness.runners import Runner, RunnerOutput
+from harness.scheduler import StopFlag
+
+
+class Interrupted(HarnessError):
+    """The session stopped (-x, --maxfail, Ctrl-C, cost cap) in the middle of an attempt."""
+
+    exit_code = ExitCode.INCOMPLETE
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,8 @@ class CasePlan:
     reviser: Runner | None
     judge: Runner | None
     location: RunLocation
+    judge_samples: int = 1
+    stop: StopFlag | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +110,8 @@ def run_loop(plan: CasePlan, store: RecordStore, *, on_attempt: AttemptHook | No
     evaluation: Evaluation | None = None
     escalation_reason: str | None = None
     for number in range(1, max_attempts + 1):
+        if plan.stop is not None:
+            plan.stop.check()  # never start an attempt once the session is stopping
         started = time.monotonic()
         details = AttemptDetails(nodeid=plan.nodeid, case_id=plan.case.id, rubric_name=plan.rubric.name,
                                  threshold=plan.threshold)
@@ -117,8 +128,11 @@ def run_loop(plan: CasePlan, store: RecordStore, *, on_attempt: AttemptHook | No
             outputs.append(made)
             artifact = made.text
             store.write_artifact(plan.location, number, artifact)
+            if plan.stop is not None and plan.stop.is_set():
+                raise Interrupted(f"interrupted before scoring: {plan.stop.reason}")
             evaluation = evaluate(artifact, rubric=plan.rubric, threshold=plan.threshold, context=context,
-                                  judge=plan.judge, request={**base, "role": "evaluator", "attempt": number})
+                                  judge=plan.judge, request={**base, "role": "evaluator", "attempt": number},
+                                  samples=plan.judge_samples)
             outputs.append(_evaluation_output(evaluation))
             store.write_evaluation(plan.location, number, evaluation.to_output())
         except HarnessError as exc:

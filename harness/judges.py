@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +70,11 @@ class Evaluation:
         return None
 
     @property
+    def unstable(self) -> bool:
+        """True when the judge's samples disagree on the verdict."""
+        return len({s >= self.threshold for s in self.samples}) > 1
+
+    @property
     def indeterminate_dimensions(self) -> list[str]:
         return [name for name, d in self.dimensions.items() if d.score is None]
 
@@ -91,6 +97,9 @@ class Evaluation:
             metadata["judgeModel"] = self.model
         if self.samples:
             metadata["samples"] = self.samples
+            metadata["sampleSpread"] = {"min": min(self.samples), "max": max(self.samples),
+                                        "stdev": round(statistics.pstdev(self.samples), SCORE_DECIMALS)}
+            metadata["unstable"] = self.unstable
         return EvaluatorOutput(
             overallScore=self.overall,
             passed=bool(self.passed),
@@ -179,9 +188,11 @@ class LlmJudge:
         dims = request["dimensions"]
         message = (f"Evaluate this artifact.\n\n## Inputs\n```json\n{json.dumps(request['inputs'], default=str)}\n```"
                    f"\n\n## Artifact\n{request['artifact']}")
+        sample = request.get("sample")
         result = self.client.generate_json(system="", prompt=message, schema=request["schema"],
                                            tool_name="submit_evaluation",
-                                           cached_system_prefix=self.stable_prefix(rubric, dims))
+                                           cached_system_prefix=self.stable_prefix(rubric, dims),
+                                           **({"cache_extra": {"sample": sample}} if sample is not None else {}))
         if not result.success:
             raise ValidationFailed(
                 f"validation_failed: the judge's answer did not match EvaluatorOutput after {result.attempts} "
@@ -191,8 +202,8 @@ class LlmJudge:
 
 
 def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckContext,
-             judge: Runner | None, request: dict[str, Any]) -> Evaluation:
-    """Score every dimension: checks first, then one judge call for the rest."""
+             judge: Runner | None, request: dict[str, Any], samples: int = 1) -> Evaluation:
+    """Score every dimension: checks first, then the judge for the rest (``samples`` times, concurrently)."""
     verdicts: dict[str, DimensionVerdict] = {}
     for dim in rubric.dimensions:
         if dim.check is not None:
@@ -202,27 +213,34 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
     feedback_parts: list[str] = []
     judge_fixes: list[str] = []
     usage, model, why_unknown, reported = Usage(), None, None, None
+    sample_overalls: list[float] = []
     if judged:
         try:
-            answer = _ask_judge(judge, request, rubric, judged, artifact)
+            answers = _sample_judge(judge, request, rubric, judged, artifact, samples)
         except ModelUnavailable as exc:
             why_unknown = f"not scored (indeterminate): {exc}"
-            answer = None
-        if answer is None:
-            for dim_id in judged:
-                weight = next(d.weight for d in rubric.dimensions if d.id == dim_id)
-                verdicts[dim_id] = DimensionVerdict(None, weight, why_unknown or "not scored", "none")
-        else:
-            data = answer.data or {}
-            usage, model = answer.usage, answer.model
-            reported = data.get("overallScore")
-            feedback_parts.append(str(data.get("feedback", "")).strip())
-            judge_fixes = [str(f) for f in data.get("suggestedFixes", [])]
+            answers = []
+        if not answers:
             for dim in rubric.judged_dimensions:
-                given = data["dimensionScores"][dim.id]
-                unknown = bool(given.get("indeterminate"))
-                verdicts[dim.id] = DimensionVerdict(None if unknown else float(given["score"]), dim.weight,
-                                                    str(given["reason"]), "none" if unknown else "judge")
+                verdicts[dim.id] = DimensionVerdict(None, dim.weight, why_unknown or "not scored", "none")
+        else:
+            for answer in answers:
+                usage = usage + answer.usage
+                model = answer.model or model
+            first = answers[0].data or {}
+            reported = first.get("overallScore")
+            feedback_parts.append(str(first.get("feedback", "")).strip())
+            judge_fixes = [str(f) for a in answers for f in (a.data or {}).get("suggestedFixes", [])]
+            for dim in rubric.judged_dimensions:
+                verdicts[dim.id] = _combine_samples(dim.id, dim.weight, [a.data or {} for a in answers])
+            if len(answers) > 1:
+                checked = sum(v.weight * v.score for v in verdicts.values() if v.source == "check")
+                for data in answers:
+                    given = data.data["dimensionScores"]
+                    if all(not given[d.id].get("indeterminate") for d in rubric.judged_dimensions):
+                        sample_overalls.append(round(checked + sum(
+                            d.weight * float(given[d.id]["score"]) for d in rubric.judged_dimensions),
+                            SCORE_DECIMALS))
             if any(v.score is None for v in verdicts.values()) and why_unknown is None:
                 why_unknown = "not scored (indeterminate): the judge could not score " + ", ".join(
                     k for k, v in verdicts.items() if v.score is None)
@@ -230,10 +248,36 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
     fixes = _unique([f for v in ordered.values() for f in v.fixes] + judge_fixes)
     evaluation = Evaluation(rubric=rubric, threshold=threshold, dimensions=ordered, feedback="",
                             suggested_fixes=fixes, usage=usage, model=model, indeterminate_reason=why_unknown,
-                            judge_reported_score=reported)
+                            judge_reported_score=reported, samples=sample_overalls)
     summary = _summary(evaluation)
     feedback = " ".join(p for p in [summary, *feedback_parts] if p)
     return Evaluation(**{**evaluation.__dict__, "feedback": feedback})
+
+
+def _combine_samples(dim_id: str, weight: float, answers: list[dict[str, Any]]) -> DimensionVerdict:
+    """The mean of the samples that scored the dimension; indeterminate when none did."""
+    given = [a["dimensionScores"][dim_id] for a in answers]
+    scored = [g for g in given if not g.get("indeterminate")]
+    if not scored:
+        return DimensionVerdict(None, weight, str(given[0]["reason"]), "none")
+    scores = [float(g["score"]) for g in scored]
+    mean = sum(scores) / len(scores)
+    reason = str(scored[0]["reason"])
+    if len(given) > 1:
+        reason = f"{reason} [samples: {', '.join(f'{x:.2f}' for x in scores)}]"
+    return DimensionVerdict(round(mean, SCORE_DECIMALS), weight, reason, "judge")
+
+
+def _sample_judge(judge: Runner | None, request: dict[str, Any], rubric: Rubric, judged: list[str], artifact: str,
+                  samples: int) -> list[RunnerOutput]:
+    if samples <= 1:
+        return [_ask_judge(judge, request, rubric, judged, artifact)]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=samples, thread_name_prefix="harness-judge") as pool:
+        futures = [pool.submit(_ask_judge, judge, {**request, "sample": index}, rubric, judged, artifact)
+                   for index in range(samples)]
+        return [f.result() for f in futures]
 
 
 def _ask_judge(judge: Runner | None, request: dict[str, Any], rubric: Rubric, judged: list[str],

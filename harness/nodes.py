@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from concurrent.futures import CancelledError
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,9 @@ from harness.errors import HarnessConfigError, HarnessError
 from harness.judges import evaluate
 from harness.loading import load_cases, load_rubric, load_suite
 from harness.models import AgentConfig, Case, Rubric
-from harness.report_text import failure_table
+from harness.report_text import failure_table, progress_printer
 from harness.runners import Runner
+from harness.scheduler import StopRequested
 from harness.session import HarnessSession, harness_session
 
 DEFAULT_THRESHOLD = 0.85
@@ -226,20 +228,30 @@ class CaseItem(HarnessItem):
         location = hs.store.location(hs.cycle_id, self.agent.name, self.case.id if shared else None)
         return CasePlan(nodeid=self.nodeid, case=self.case, agent=self.agent, rubric=self.rubric,
                         threshold=self.threshold, producer=self.runners["producer"],
-                        reviser=self.runners.get("reviser"), judge=self.runners.get("evaluator"), location=location)
+                        reviser=self.runners.get("reviser"), judge=self.runners.get("evaluator"), location=location,
+                        judge_samples=hs.judge_samples, stop=hs.stop)
 
     def run_case(self) -> LoopResult:
+        """Run this case's loop; may run on a worker thread (see harness.scheduler)."""
         hs = harness_session(self.config)
         hook = self.config.hook.pytest_harness_attempt_finished
 
         def on_attempt(record, details) -> None:
-            hook(record=record.model_dump(mode="json"), details=details.__dict__)
+            hs.add_cost(details.cost_usd)
+            hook(record=record.model_dump(mode="json"), details=dict(details.__dict__))
 
         return run_loop(self.plan(hs), hs.store, on_attempt=on_attempt)
 
     def runtest(self) -> None:
         hs = harness_session(self.config)
-        result = self.run_case()
+        try:
+            if hs.scheduler is not None and hs.scheduler.has(self.nodeid):
+                result = hs.scheduler.wait(self.nodeid, on_tick=progress_printer(self.config, hs))
+            else:
+                result = self.run_case()
+        except (StopRequested, CancelledError):
+            raise pytest.skip.Exception(f"not run: {hs.stop.reason or 'the session is stopping'}",
+                                        _use_item_location=True) from None
         self._record_properties(hs, result)
         if result.outcome == "passed":
             return
@@ -266,6 +278,9 @@ class CaseItem(HarnessItem):
             ("harness_cost_usd", round(result.cost_usd, 6)), ("harness_cycle", hs.cycle_id),
             ("harness_artifact", result.artifact_path), ("harness_dimensions", json.dumps(dims)),
         ])
+        if evaluation is not None and evaluation.samples:
+            self.user_properties.extend([("harness_samples", json.dumps(evaluation.samples)),
+                                         ("harness_unstable", evaluation.unstable)])
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:
         if isinstance(excinfo.value, CaseFailed):

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 RUBRIC_SUFFIXES = (".yaml", ".yml")
 CASE_SUFFIXES = (".cases.yaml", ".cases.yml")
 ACTIVE = pytest.StashKey[bool]()
+SESSION_TOKEN = pytest.StashKey[str]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -33,6 +34,30 @@ def _indeterminate_policy(value: str) -> str:
     return value
 
 
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return number
+
+
+def _dollars(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an amount in USD such as 2.50") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{value} must not be negative")
+    return number
+
+
+CACHE_MODES = ("auto", "off", "read", "write", "refresh")
+DEFAULT_CONCURRENCY = 16
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness", "pytest-rubric: evaluate agents against rubrics")
     group.addoption("--rubric", dest="harness_rubric", metavar="NAME", default=None,
@@ -44,6 +69,35 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--harness-indeterminate", dest="harness_indeterminate", metavar="skip|fail", default=None,
                     type=_indeterminate_policy,
                     help="what an item nobody could score becomes: skip (default) or fail")
+    group.addoption("--harness-concurrency", dest="harness_concurrency", metavar="N", default=None,
+                    type=_positive_int,
+                    help=f"cases (and model calls) in flight at once (default: ini harness_concurrency, "
+                         f"else {DEFAULT_CONCURRENCY})")
+    group.addoption("--harness-cache", dest="harness_cache", metavar="MODE", default=None, choices=CACHE_MODES,
+                    help="response cache in the work folder: auto (read and write at temperature 0; default), "
+                         "off, read, write or refresh")
+    group.addoption("--harness-batch", dest="harness_batch", action="store_true", default=None,
+                    help="send the session's model requests through the Message Batches API (half price, "
+                         "slower); default: ini harness_batch, else off")
+    group.addoption("--harness-max-cost", dest="harness_max_cost", metavar="USD", default=None, type=_dollars,
+                    help="stop starting new work once the run has cost this much (default: no cap)")
+    group.addoption("--harness-judge-samples", dest="harness_judge_samples", metavar="K", default=None,
+                    type=_positive_int,
+                    help="score each artifact K times and use the mean; unstable verdicts are listed (default 1)")
+    for flag, what in (("rpm", "requests"), ("itpm", "input tokens"), ("otpm", "output tokens")):
+        group.addoption(f"--harness-{flag}", dest=f"harness_{flag}", metavar="N", default=None, type=_positive_int,
+                        help=f"limit {what} per minute sent to the model API (default: ini harness_{flag}, "
+                             "else no limit)")
+        parser.addini(f"harness_{flag}", f"{what} per minute limit (default: none)", default="")
+    parser.addini("harness_concurrency", f"cases in flight at once (default: {DEFAULT_CONCURRENCY})",
+                  default=str(DEFAULT_CONCURRENCY))
+    parser.addini("harness_cache", "response cache mode (default: auto)", default="auto")
+    parser.addini("harness_batch", "use the Message Batches API (default: false)", type="bool", default=False)
+    parser.addini("harness_max_cost", "cost cap in USD for a run (default: none)", default="")
+    parser.addini("harness_judge_samples", "judge samples per artifact (default: 1)", default="1")
+    parser.addini("harness_prices", "YAML/JSON price table overriding the built-in one (default: none)", default="")
+    parser.addini("harness_progress_interval", "seconds between progress lines, 0 for none (default: 10)",
+                  default="10")
     parser.addini("harness_work_dir", "work folder for records (default: WORK)", default="WORK")
     parser.addini("harness_rubrics_dir", "folder of rubric files (default: rubrics)", default="rubrics")
     parser.addini("harness_suite", "agents.yaml used to calibrate judged rubrics (default: suites/agents.yaml)",
@@ -71,21 +125,53 @@ def known_rubrics(folder: Path) -> list[str]:
     return sorted({p.stem for p in folder.iterdir() if p.suffix in RUBRIC_SUFFIXES})
 
 
+def _setting(config: pytest.Config, name: str, parse):
+    """The option's value, else the ini value parsed the same way (a bad ini value is a usage error)."""
+    value = config.getoption(name, None)
+    if value is not None:
+        return value
+    raw = config.getini(name)
+    if raw in ("", None):
+        return None
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return parse(raw)
+    except (argparse.ArgumentTypeError, ValueError) as exc:
+        raise pytest.UsageError(f"ini {name} = {raw!r}: {exc}") from None
+
+
+def _choice(*allowed: str):
+    def parse(value: str) -> str:
+        if value not in allowed:
+            raise argparse.ArgumentTypeError(f"use one of {', '.join(allowed)}")
+        return value
+
+    return parse
+
+
 def _activate(config: pytest.Config) -> HarnessSession:
     """Set up the harness the first time one of our files is collected."""
     from harness import runners
     from harness.session import SESSION_KEY, HarnessSession
 
     if not config.stash.get(ACTIVE, False):
-        config.stash[ACTIVE] = True
         root = Path(config.rootpath)
         work = config.getoption("harness_work_dir") or config.getini("harness_work_dir")
-        policy = config.getoption("harness_indeterminate") or config.getini("harness_indeterminate")
-        if policy not in ("skip", "fail"):
-            raise pytest.UsageError(f"ini harness_indeterminate = {policy!r}: use skip or fail")
-        config.stash[SESSION_KEY] = HarnessSession(
+        session = HarnessSession(
             config=config, work_dir=(root / work).resolve(), rubrics_dir=_rubrics_dir(config).resolve(),
-            import_root=root, indeterminate=policy)
+            import_root=root, indeterminate=_setting(config, "harness_indeterminate", _indeterminate_policy),
+            concurrency=_setting(config, "harness_concurrency", _positive_int) or DEFAULT_CONCURRENCY,
+            judge_samples=_setting(config, "harness_judge_samples", _positive_int) or 1,
+            max_cost_usd=_setting(config, "harness_max_cost", _dollars),
+            cache_mode=_setting(config, "harness_cache", _choice(*CACHE_MODES)) or "auto",
+            batch=bool(_setting(config, "harness_batch", bool)),
+            rate_limits={flag: _setting(config, f"harness_{flag}", _positive_int) for flag in ("rpm", "itpm", "otpm")},
+            prices_path=(root / config.getini("harness_prices")) if config.getini("harness_prices") else None,
+            progress_interval_s=_setting(config, "harness_progress_interval", float) or 0.0,
+        )
+        config.stash[SESSION_KEY] = session
+        config.stash[ACTIVE] = True
         config.pluginmanager.register(runners, "harness-builtin-runners")
     return config.stash[SESSION_KEY]
 
@@ -128,11 +214,49 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node) -> None:  # pytest-xdist: workers share the controller's cycle
-    if node.config.stash.get(ACTIVE, False):
+def pytest_configure_node(node) -> None:
+    """pytest-xdist: the workers of one session share one cycle (the token names the session)."""
+    config = node.config
+    if SESSION_TOKEN not in config.stash:
+        import uuid
+
+        config.stash[SESSION_TOKEN] = uuid.uuid4().hex
+    node.workerinput["harness_session_token"] = config.stash[SESSION_TOKEN]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """Start every case's work concurrently; pytest's own loop then reports them in order."""
+    config = session.config
+    if not config.stash.get(ACTIVE, False) or config.option.collectonly or hasattr(config, "workerinput"):
+        return None  # xdist workers run the items they are sent, one at a time
+    from harness.nodes import CaseItem
+    from harness.scheduler import CaseScheduler
+    from harness.session import harness_session
+
+    hs = harness_session(config)
+    cases = [item for item in session.items if isinstance(item, CaseItem)]
+    workers = len(cases) if hs.batch else min(hs.concurrency, len(cases))
+    if workers > 1:
+        hs.scheduler = CaseScheduler(max_workers=workers, stop=hs.stop)
+        hs.scheduler.submit_all([(item.nodeid, item.run_case) for item in cases])
+    return None
+
+
+def _stop(config: pytest.Config, reason: str) -> None:
+    if config.stash.get(ACTIVE, False):
         from harness.session import harness_session
 
-        node.workerinput["harness_cycle_id"] = harness_session(node.config).cycle_id
+        hs = harness_session(config)
+        hs.stop.set(reason)
+        if hs.scheduler is not None:
+            hs.scheduler.shutdown(reason)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The run loop ended (done, -x, --maxfail or Ctrl-C): cancel queued cases, stop running ones."""
+    _stop(session.config, "the session is stopping (-x, --maxfail or Ctrl-C)")
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
@@ -142,7 +266,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
     reports = [r for key in ("passed", "failed", "skipped", "xfailed", "xpassed", "error")
                for r in terminalreporter.stats.get(key, []) if getattr(r, "when", "call") == "call"]
-    tallies = tally(properties_of(r) for r in reports)
+    tallies = tally((r.nodeid, properties_of(r)) for r in reports)
     if not tallies:
         return
     cycles = sorted({p.get("harness_cycle") for r in reports if (p := properties_of(r)).get("harness_cycle")})

@@ -135,6 +135,10 @@ class RecordStore:
             self.work_dir.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.database, timeout=30.0, isolation_level=None)
             conn.execute("PRAGMA busy_timeout = 30000")
+            # WAL: readers never block the writer and commits are cheap; NORMAL keeps every
+            # committed transaction across a process crash (only a power cut may lose the last ones).
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
             self._local.conn = conn
             with self._schema_lock:
                 if not self._schema_ready:
@@ -161,12 +165,22 @@ class RecordStore:
 
     # --- cycles ----------------------------------------------------------------------------
 
-    def allocate_cycle(self, today: dt.date | None = None) -> str:
-        """Take the next free ``YYYY-MM-DD-NNN`` for today; safe across processes."""
+    def allocate_cycle(self, today: dt.date | None = None, session_token: str | None = None) -> str:
+        """Take the next free ``YYYY-MM-DD-NNN`` for today; safe across processes.
+
+        Processes of one pytest session (xdist workers) pass the same ``session_token`` and share
+        the cycle the first of them took.
+        """
         day = (today or dt.datetime.now(dt.timezone.utc).date()).isoformat()
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         with file_lock(self.work_dir / ".cycle.lock"):
-            used = [int(p.name[len(day) + 1:]) for p in self.runs_dir.glob(f"{day}-[0-9][0-9][0-9]")]
+            existing = sorted(self.runs_dir.glob(f"{day}-[0-9][0-9][0-9]"))
+            if session_token is not None:
+                for folder in reversed(existing):
+                    marker = folder / ".session"
+                    if marker.is_file() and marker.read_text() == session_token:
+                        return folder.name
+            used = [int(p.name[len(day) + 1:]) for p in existing]
             conn = self._connection()
             row = conn.execute("SELECT MAX(cycle_id) FROM agent_runs WHERE cycle_id LIKE ?", (f"{day}-%",)).fetchone()
             if row and row[0]:
@@ -174,6 +188,8 @@ class RecordStore:
             number = max(used, default=0) + 1
             cycle_id = f"{day}-{number:03d}"
             (self.runs_dir / cycle_id).mkdir()
+            if session_token is not None:
+                atomic_write_text(self.runs_dir / cycle_id / ".session", session_token)
             return cycle_id
 
     def location(self, cycle_id: str, agent_name: str, case_id: str | None) -> RunLocation:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -63,8 +64,10 @@ class RubricTally:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    unstable: list[str] = field(default_factory=list)
+    spreads: list[float] = field(default_factory=list)
 
-    def add(self, props: dict[str, Any]) -> None:
+    def add(self, props: dict[str, Any], nodeid: str = "") -> None:
         outcome = props.get("harness_outcome")
         self.items += 1
         self.passed += outcome == "passed"
@@ -79,13 +82,20 @@ class RubricTally:
         self.input_tokens += int(props.get("harness_input_tokens") or 0)
         self.output_tokens += int(props.get("harness_output_tokens") or 0)
         self.cost_usd += float(props.get("harness_cost_usd") or 0.0)
+        samples = props.get("harness_samples")
+        if samples:
+            values = json.loads(samples) if isinstance(samples, str) else samples
+            self.spreads.append(max(values) - min(values))
+        if props.get("harness_unstable") in (True, "True", "true"):
+            self.unstable.append(nodeid)
 
 
-def tally(property_sets: Iterable[dict[str, Any]]) -> dict[str, RubricTally]:
+def tally(results: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, RubricTally]:
+    """Per rubric totals from ``(nodeid, user_properties)`` pairs."""
     tallies: dict[str, RubricTally] = {}
-    for props in property_sets:
+    for nodeid, props in results:
         if "harness_outcome" in props:
-            tallies.setdefault(props["harness_rubric"], RubricTally()).add(props)
+            tallies.setdefault(props["harness_rubric"], RubricTally()).add(props, nodeid)
     return dict(sorted(tallies.items()))
 
 
@@ -110,7 +120,29 @@ def summary_lines(tallies: dict[str, RubricTally]) -> list[str]:
             notes.append(f"{name}: {t.escalated} escalated to a human")
         if t.errors:
             notes.append(f"{name}: {t.errors} ended in an error (model or agent failure)")
+        if t.spreads:
+            notes.append(f"{name}: judge samples spread (max - min of the overall score): mean "
+                         f"{sum(t.spreads) / len(t.spreads):.3f}, worst {max(t.spreads):.3f}")
+        if t.unstable:
+            notes.append(f"{name}: unstable verdicts (samples on both sides of the threshold): "
+                         + ", ".join(t.unstable))
     return lines + notes
+
+
+def progress_printer(config: Any, hs: Any) -> Callable[[], None] | None:
+    """A callback for the main thread that prints a progress line at most every interval."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if hs.progress_interval_s <= 0 or reporter is None:
+        return None
+
+    def tick() -> None:
+        now = time.monotonic()
+        if now - hs.last_progress < hs.progress_interval_s:
+            return
+        hs.last_progress = now
+        reporter.write_line(hs.progress_text())
+
+    return tick
 
 
 def properties_of(report: Any) -> dict[str, Any]:

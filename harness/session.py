@@ -6,6 +6,7 @@ Everything is created lazily, so a pytest session that collects none of our file
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 from harness.errors import HarnessConfigError
 from harness.llm import ModelClient, ModelSettings
 from harness.records import RecordStore
+from harness.scheduler import CaseScheduler, StopFlag
 
 SESSION_KEY = pytest.StashKey["HarnessSession"]()
 
@@ -26,6 +28,18 @@ class HarnessSession:
     rubrics_dir: Path
     import_root: Path
     indeterminate: str  # "skip" or "fail"
+    concurrency: int = 1
+    judge_samples: int = 1
+    max_cost_usd: float | None = None
+    stop: StopFlag = field(default_factory=StopFlag)
+    scheduler: CaseScheduler | None = None
+    cache_mode: str = "auto"
+    batch: bool = False
+    rate_limits: dict[str, int | None] = field(default_factory=dict)
+    prices_path: Path | None = None
+    progress_interval_s: float = 10.0
+    spent_usd: float = 0.0
+    last_progress: float = field(default_factory=time.monotonic)
     _store: RecordStore | None = None
     _cycle_id: str | None = None
     _clients: dict[ModelSettings, ModelClient] = field(default_factory=dict)
@@ -44,13 +58,34 @@ class HarnessSession:
         """The cycle of this session: chosen by the controller, shared with xdist workers."""
         with self._lock:
             if self._cycle_id is None:
-                given = getattr(self.config, "workerinput", {}).get("harness_cycle_id")
-                self._cycle_id = given or self.store.allocate_cycle()
+                token = getattr(self.config, "workerinput", {}).get("harness_session_token")
+                self._cycle_id = self.store.allocate_cycle(session_token=token)
             return self._cycle_id
 
     @property
     def cycle_started(self) -> bool:
         return self._cycle_id is not None
+
+    def add_cost(self, usd: float) -> None:
+        """Count an attempt's cost; past the cap, stop starting new work."""
+        with self._lock:
+            self.spent_usd += usd
+            if self.max_cost_usd is not None and self.spent_usd >= self.max_cost_usd:
+                self.stop.set(f"cost cap ${self.max_cost_usd:.2f} reached (${self.spent_usd:.4f} spent)")
+
+    def progress_text(self) -> str:
+        done = self.scheduler.done if self.scheduler else 0
+        total = self.scheduler.total if self.scheduler else 0
+        text = f"harness: {done}/{total} cases done, ${self.spent_usd:.4f} spent"
+        stats = self.call_stats()
+        if stats:
+            text += (f", {stats.get('in_flight', 0)} calls in flight, {stats.get('calls', 0)} calls, "
+                     f"{stats.get('cache_hits', 0)} cache hits, tokens in/out "
+                     f"{stats.get('input_tokens', 0)}/{stats.get('output_tokens', 0)}")
+        return text
+
+    def call_stats(self) -> dict[str, Any]:
+        return {}
 
     def model_client(self, settings: ModelSettings) -> ModelClient:
         with self._lock:

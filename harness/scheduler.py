@@ -1,0 +1,89 @@
+"""Run the cases of a session concurrently while pytest reports them one by one, in order.
+
+Before pytest's own run loop starts, every case is submitted to a bounded thread pool; each item's
+``runtest`` then waits for its own result. Model calls are network-bound and the SDK is
+thread-safe, so threads are enough; the model layer's semaphore bounds the calls in flight.
+``-x``, ``--maxfail``, Ctrl-C and the cost cap set one stop flag: queued cases are cancelled and
+running ones stop before their next step.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+class StopRequested(Exception):
+    """Raised inside a case when the session asked to stop before the case's next step."""
+
+
+class StopFlag:
+    """Why the session stops starting new work; checked by the engine between steps."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.reason: str | None = None
+
+    def set(self, reason: str) -> None:
+        if not self._event.is_set():
+            self.reason = reason
+            self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def check(self) -> None:
+        if self._event.is_set():
+            raise StopRequested(self.reason or "the session is stopping")
+
+
+class CaseScheduler:
+    def __init__(self, max_workers: int, stop: StopFlag):
+        self.max_workers = max_workers
+        self.stop = stop
+        self._pool: ThreadPoolExecutor | None = None
+        self._futures: dict[str, Future] = {}
+        self._done = 0
+        self.total = 0
+        self._lock = threading.Lock()
+
+    def submit_all(self, jobs: list[tuple[str, Callable[[], T]]]) -> None:
+        """Submit ``(key, job)`` pairs in order; pytest will ask for them in the same order."""
+        self._pool = ThreadPoolExecutor(max_workers=self.max_workers, thread_name_prefix="harness-case")
+        self.total = len(jobs)
+        for key, job in jobs:
+            self._futures[key] = self._pool.submit(self._guarded, job)
+
+    def _guarded(self, job: Callable[[], T]) -> T:
+        try:
+            self.stop.check()
+            return job()
+        finally:
+            with self._lock:
+                self._done += 1
+
+    def has(self, key: str) -> bool:
+        return key in self._futures
+
+    def wait(self, key: str, on_tick: Callable[[], None] | None = None, tick_s: float = 1.0) -> T:
+        """Block until ``key`` is done, calling ``on_tick`` from this (the main) thread while waiting."""
+        future = self._futures.pop(key)
+        while True:
+            try:
+                return future.result(timeout=tick_s if on_tick else None)
+            except TimeoutError:
+                on_tick()
+
+    @property
+    def done(self) -> int:
+        return self._done
+
+    def shutdown(self, reason: str) -> None:
+        """Stop: cancel what has not started; running cases stop before their next step."""
+        self.stop.set(reason)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)

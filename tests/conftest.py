@@ -1,0 +1,259 @@
+"""Shared fixtures. Other test modules may append fixtures here."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from harness.testing import FakeAnthropic
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture
+def fake_anthropic(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAnthropic]:
+    """A running fake Messages API; ANTHROPIC_BASE_URL points at it and ANTHROPIC_API_KEY is a dummy."""
+    with FakeAnthropic() as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-dummy")
+        no_proxy = os.environ.get("NO_PROXY", "")
+        monkeypatch.setenv("NO_PROXY", ",".join(p for p in (no_proxy, "127.0.0.1", "localhost") if p))
+        yield server
+
+
+# --- pytester projects for the plugin tests ---------------------------------------------------------
+#
+# A small, self-contained project in the pytester dir: rubrics/, suites/agents.yaml, suites/*.cases.yaml
+# and Python producers/revisers as modules at the rootdir. Tests write the files they need; ``Project``
+# reads back what the harness recorded (WORK/runs/..., run-log.json, harness.db).
+
+import json  # noqa: E402
+import re  # noqa: E402
+import sqlite3  # noqa: E402
+import sys  # noqa: E402
+import textwrap  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+# Two deterministic dimensions: "hello" must appear (0.6) and the text stays short (0.4).
+QUALITY_RUBRIC = """\
+metadata:
+  name: Quality
+  version: "1.2.0"
+  agent: writer
+threshold: 0.8
+dimensions:
+  greeting:
+    weight: 0.6
+    description: "Says hello"
+    scoring:
+      1.0: "hello is there"
+      0.0: "no hello"
+    check:
+      contains: {all: [hello]}
+  concise:
+    weight: 0.4
+    description: "At most 12 words"
+    check:
+      length: {max_words: 12}
+"""
+
+# Producers and revisers of the test projects (module "agentlib" at the rootdir).
+AGENT_MODULE = '''\
+"""Test producers and revisers: the request is the JSON a command runner would get on stdin."""
+import os
+
+
+def produce(request):
+    return request["inputs"]["text"]
+
+
+def revise(request):
+    """Apply the suggested fixes: "Add 'x'" adds x, "Shorten ..." keeps the first words."""
+    text = request["artifact"]
+    for fix in request["suggested_fixes"]:
+        if fix.startswith("Add '"):
+            text = fix[5:-1] + " " + text
+        elif fix.startswith("Shorten"):
+            text = " ".join(text.split()[:10])
+    return text
+
+
+def spy_revise(request):
+    """revise(), after appending the request it was given to revise-requests.jsonl."""
+    import json
+    with open("revise-requests.jsonl", "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(request, default=str) + "\n")
+    return revise(request)
+
+
+def stubborn(request):
+    """A reviser that changes nothing: the case can never pass."""
+    return request["artifact"]
+
+
+def flagged(request):
+    inputs = request["inputs"]
+    return {"artifact": inputs["text"], "flags": inputs.get("raise", [])}
+
+
+def interrupt(request):
+    raise KeyboardInterrupt
+
+
+def hard_exit(request):
+    os._exit(3)
+
+
+def broken(request):
+    raise ValueError("the producer fell over")
+'''
+
+AGENTS_YAML = """\
+agents:
+  writer:
+    rubric: quality
+    producer: {python: "agentlib:produce"}
+    reviser: {python: "agentlib:revise"}
+    max_attempts: 3
+"""
+
+# Seed 000 section 4: every prompt file has these six sections.
+PROMPT_SECTIONS = ("Role", "Inputs", "Outputs", "Instructions", "Examples", "Constraints")
+
+
+def prompt_text(title: str = "Test Evaluator", *, marker: str = "EVALUATOR-PROMPT-MARKER",
+                without: str | None = None) -> str:
+    parts = [f"# {title}\n"]
+    for name in PROMPT_SECTIONS:
+        if name != without:
+            parts.append(f"## {name}\n{marker if name == 'Role' else 'Some ' + name.lower() + '.'}\n")
+    return "\n".join(parts)
+
+
+def forget_stale_harness_modules() -> None:
+    """Work around a harness bug for in-process runs (see test_two_in_process_sessions_in_a_row).
+
+    pytester restores sys.modules after each in-process run, but a package that stays imported (``harness``)
+    keeps attributes pointing at the removed submodules; ``from harness import runners`` then returns the
+    stale module of an earlier session, whose classes differ from the fresh ones.
+    """
+    import types
+
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "harness" or name.startswith("harness.")):
+            continue
+        for attr, value in list(vars(module).items()):
+            if isinstance(value, types.ModuleType) and value.__name__ == f"{name}.{attr}" \
+                    and sys.modules.get(value.__name__) is not value:
+                delattr(module, attr)
+
+
+class Project:
+    """A pytester project with helpers to write its files and read the harness's records."""
+
+    def __init__(self, pytester: pytest.Pytester):
+        self.pytester = pytester
+        self.root: Path = pytester.path
+
+    # -- files --------------------------------------------------------------------------------------
+    def write(self, relpath: str, text: str) -> Path:
+        path = self.root / relpath
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+        return path
+
+    def rubric(self, name: str, text: str = QUALITY_RUBRIC) -> Path:
+        return self.write(f"rubrics/{name}.yaml", text)
+
+    def agents(self, text: str = AGENTS_YAML) -> Path:
+        return self.write("suites/agents.yaml", text)
+
+    def cases(self, name: str, text: str) -> Path:
+        return self.write(f"suites/{name}.cases.yaml", text)
+
+    def standard(self, cases: str | None = None) -> Project:
+        """The quality rubric, the agentlib module, one agent "writer" and (optionally) its cases."""
+        self.rubric("quality")
+        self.write("agentlib.py", AGENT_MODULE)
+        self.agents()
+        if cases is not None:
+            self.cases("writer", cases)
+        return self
+
+    # -- running ------------------------------------------------------------------------------------
+    def run(self, *args: str, subprocess: bool = False, forget_stale_modules: bool = True) -> pytest.RunResult:
+        """Run pytest in this project (in-process unless ``subprocess``)."""
+        args = ("-p", "no:cacheprovider", *args)
+        if subprocess:
+            return self.pytester.runpytest_subprocess(*args, timeout=60)
+        if forget_stale_modules:
+            forget_stale_harness_modules()
+        return self.pytester.runpytest(*args)
+
+    # -- records ------------------------------------------------------------------------------------
+    @property
+    def work(self) -> Path:
+        return self.root / "WORK"
+
+    def cycles(self) -> list[str]:
+        runs = self.work / "runs"
+        return sorted(p.name for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
+
+    def cycle_dir(self, cycle: str | None = None) -> Path:
+        cycles = self.cycles()
+        if cycle is None:
+            assert len(cycles) == 1, f"expected one cycle, found {cycles}"
+            cycle = cycles[0]
+        return self.work / "runs" / cycle
+
+    def run_log(self, cycle: str | None = None) -> list[dict[str, Any]]:
+        return json.loads((self.cycle_dir(cycle) / "run-log.json").read_text(encoding="utf-8"))
+
+    def connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.work / "harness.db")
+        conn.row_factory = sqlite3.Row
+        return conn
+
+    def rows(self, sql: str = "SELECT * FROM agent_runs ORDER BY id", params: tuple = ()) -> list[dict[str, Any]]:
+        conn = self.connect()
+        try:
+            return [dict(r) for r in conn.execute(sql, params)]
+        finally:
+            conn.close()
+
+    def runs(self) -> list[dict[str, Any]]:
+        """agent_runs joined with attempt_details, in insertion order."""
+        return self.rows("SELECT r.*, d.case_id, d.outcome, d.exit_code, d.nodeid, d.rubric_name, d.model,"
+                         " d.input_tokens, d.output_tokens, d.cache_write_tokens, d.cache_read_tokens, d.cost_usd,"
+                         " d.dimensions AS details_dimensions FROM agent_runs r"
+                         " JOIN attempt_details d ON d.run_id = r.id ORDER BY r.id")
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Project:
+    """An empty project. No API key and no base URL, unless the test also uses ``fake_anthropic``."""
+    if "fake_anthropic" not in request.fixturenames:
+        monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+        monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    return Project(pytester)
+
+
+def error_lines(result: pytest.RunResult) -> list[str]:
+    """The non-empty lines of every "ERROR collecting ..." section of a run's output."""
+    lines, inside = [], False
+    for line in result.outlines:
+        if re.match(r"^_+ ERROR collecting .* _+$", line):
+            inside = True
+            continue
+        if inside and (line.startswith("=") or re.match(r"^_+ .* _+$", line)):
+            inside = line.startswith("_") and "ERROR collecting" in line
+            continue
+        if inside and line.strip():
+            lines.append(line)
+    return lines
+
+
+PYTHON = sys.executable
