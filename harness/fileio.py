@@ -12,15 +12,20 @@ from pathlib import Path
 from typing import Any
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
+def atomic_write_text(path: Path, text: str, *, durable: bool = False) -> None:
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half.
+
+    The rename is atomic whatever happens to the process (crash, Ctrl-C, kill). ``durable`` also
+    fsyncs the data first, which survives a power cut too but costs milliseconds per file.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

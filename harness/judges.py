@@ -9,6 +9,7 @@ bounds), and indeterminate otherwise.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import statistics
 from dataclasses import dataclass, field
@@ -145,8 +146,13 @@ def judge_schema(rubric: Rubric, dimension_ids: list[str]) -> dict[str, Any]:
     }
 
 
+@functools.lru_cache(maxsize=256)
+def _validator(schema_json: str) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(json.loads(schema_json))
+
+
 def validation_errors(data: Any, schema: dict[str, Any]) -> list[str]:
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = _validator(json.dumps(schema, sort_keys=True))
     return [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}"
             for e in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))]
 
@@ -288,7 +294,9 @@ def _ask_judge(judge: Runner | None, request: dict[str, Any], rubric: Rubric, ju
     wire = {**request, "artifact": artifact, "dimensions": judged, "schema": schema,
             "rubric": json.loads(rubric.model_dump_json(include={"name", "version", "title", "threshold"})),
             "rubric_text": render_rubric(rubric, judged)}
-    answer = judge.run({**wire, "rubric_model": rubric} if isinstance(judge, LlmJudge) else wire)
+    if isinstance(judge, LlmJudge):  # generate_json has validated the answer against this schema
+        return judge.run({**wire, "rubric_model": rubric})
+    answer = judge.run(wire)
     errors = validation_errors(answer.data, schema)
     if errors:
         raise ValidationFailed(f"validation_failed: the evaluator's answer does not match EvaluatorOutput: "

@@ -185,12 +185,16 @@ class CaseFile(pytest.File):
             suite = hs.cached("suite", agents_path, lambda: load_suite(
                 agents_path, rubrics_dir=hs.rubrics_dir, runner_kinds=runner_kinds(self.config)))
             cases = load_cases(self.path, agents=suite.agents)
-            items = [self._item(hs, case, suite.agents[case.agent]) for case in cases]
+            prepared = {name: self._prepare(hs, suite.agents[name]) for name in dict.fromkeys(c.agent for c in cases)}
         except HarnessConfigError as exc:
             raise self.CollectError(str(exc)) from None
-        yield from items
+        for case in cases:
+            agent = suite.agents[case.agent]
+            rubric, runners = prepared[case.agent]
+            yield CaseItem.from_parent(self, name=case.id, case=case, agent=agent, rubric=rubric, runners=runners)
 
-    def _item(self, hs: HarnessSession, case: Case, agent: AgentConfig) -> CaseItem:
+    def _prepare(self, hs: HarnessSession, agent: AgentConfig) -> tuple[Rubric, dict[str, Runner]]:
+        """The rubric and runners of an agent, shared by all its cases in this file."""
         rubric = load_rubric_once(hs, agent.rubric_path)
         if rubric.judged_dimensions and agent.evaluator is None:
             names = ", ".join(d.id for d in rubric.judged_dimensions)
@@ -207,7 +211,7 @@ class CaseFile(pytest.File):
                 raise HarnessConfigError(spec.source.split(": ")[0], f"agents.{agent.name}.{role}",
                                          f"no plugin builds runners of kind {spec.kind!r}",
                                          "install the plugin that provides it or use prompt/python/command")
-        return CaseItem.from_parent(self, name=case.id, case=case, agent=agent, rubric=rubric, runners=runners)
+        return rubric, runners
 
 
 class CaseItem(HarnessItem):

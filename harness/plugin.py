@@ -257,6 +257,12 @@ def _stop(config: pytest.Config, reason: str) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The run loop ended (done, -x, --maxfail or Ctrl-C): cancel queued cases, stop running ones."""
     _stop(session.config, "the session is stopping (-x, --maxfail or Ctrl-C)")
+    if session.config.stash.get(ACTIVE, False):
+        from harness.session import harness_session
+
+        hs = harness_session(session.config)
+        if hs._store is not None:
+            hs.store.flush_run_logs()
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -15,6 +15,7 @@ import os
 import shutil
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from harness.fileio import atomic_write_json, atomic_write_text, file_lock
 from harness.models import EvaluatorOutput, RunRecord
 
 DATABASE_NAME = "harness.db"
+RUN_LOG_FLUSH_S = 1.0
 
 # Seed 000 section 1, verbatim: the columns, CHECK and indexes are a contract.
 AGENT_RUNS_SCHEMA = """
@@ -126,6 +128,9 @@ class RecordStore:
         self._local = threading.local()
         self._schema_ready = False
         self._schema_lock = threading.Lock()
+        self._pending_log: dict[Path, list[dict[str, Any]]] = {}
+        self._log_lock = threading.Lock()
+        self._last_log_flush = 0.0
 
     # --- database --------------------------------------------------------------------------
 
@@ -158,6 +163,7 @@ class RecordStore:
         conn.execute("COMMIT")
 
     def close(self) -> None:
+        self.flush_run_logs()
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
@@ -262,14 +268,34 @@ class RecordStore:
         return self.runs_dir / cycle_id / "run-log.json"
 
     def append_run_log(self, path: Path, record: RunRecord) -> None:
-        with file_lock(path.with_name(".run-log.lock")):
-            entries = read_entries(path)
-            entries.append(record.model_dump(mode="json"))
-            atomic_write_json(path, entries)
+        """Queue the record for run-log.json, written at most every RUN_LOG_FLUSH_S and at the end.
+
+        Rewriting the whole array after every attempt is quadratic in the cycle's size; the SQLite
+        row (committed before this) is the durable copy meanwhile.
+        """
+        with self._log_lock:
+            self._pending_log.setdefault(path, []).append(record.model_dump(mode="json"))
+            due = time.monotonic() - self._last_log_flush >= RUN_LOG_FLUSH_S
+        if due:
+            self.flush_run_logs()
+
+    def flush_run_logs(self) -> None:
+        """Append every queued record to its run-log.json (atomic replace under a file lock)."""
+        with self._log_lock:
+            pending, self._pending_log = self._pending_log, {}
+            self._last_log_flush = time.monotonic()
+            for path, records in pending.items():
+                with file_lock(path.with_name(".run-log.lock")):
+                    entries = read_entries(path)
+                    entries.extend(records)
+                    # One record per line: readable, and json's C encoder (indent= is pure Python).
+                    lines = ",\n".join(json.dumps(e, ensure_ascii=False) for e in entries)
+                    atomic_write_text(path, f"[\n{lines}\n]\n" if entries else "[]\n")
 
     # --- reading ---------------------------------------------------------------------------
 
     def read_run_log(self, cycle_id: str) -> list[RunRecord]:
+        self.flush_run_logs()
         return [RunRecord.model_validate(e) for e in read_entries(self.run_log_path(cycle_id))]
 
     def rows(self, sql: str = "SELECT * FROM agent_runs ORDER BY id", params: tuple = ()) -> list[dict[str, Any]]:

@@ -16,7 +16,8 @@ class LineDict(dict):
     line: int = 0
 
 
-class _StrictLoader(yaml.SafeLoader):
+# libyaml's parser is ~10x faster than the pure-Python one (10,000 cases collect in seconds).
+class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     pass
 
 

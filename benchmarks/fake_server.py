@@ -1,0 +1,46 @@
+"""A fake Anthropic server in its own process, so its work does not share the harness's GIL.
+
+Producer requests get a short artifact, judge requests (a forced tool call) a valid evaluation.
+On SIGTERM it writes its statistics (calls, peak calls in flight) as JSON to the given path.
+
+    python benchmarks/fake_server.py --latency 0.2 --port-file PORT --stats-file STATS
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from harness.testing.fake_anthropic import FakeAnthropic, Reply, judge_responder
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--port-file", type=Path, required=True)
+    parser.add_argument("--stats-file", type=Path, required=True)
+    args = parser.parse_args()
+    judge = judge_responder(default=0.9)
+
+    def respond(request: dict) -> Reply:
+        if request.get("tools"):
+            return judge(request)
+        return Reply.text("# Artifact\n\nA short answer produced for the benchmark.\n")
+
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    with FakeAnthropic() as server:
+        server.responder = respond
+        server.latency_s = args.latency
+        args.port_file.write_text(server.base_url)
+        stopped.wait()
+        args.stats_file.write_text(json.dumps({"calls": server.calls, "peak_in_flight": server.peak_in_flight}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

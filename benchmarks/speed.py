@@ -1,0 +1,223 @@
+"""Speed and cost benchmark (issue 3). One command, prints a table:
+
+    python benchmarks/speed.py            # medians of 3 runs each
+    python benchmarks/speed.py --runs 5 --cases 500 --concurrency 32
+
+Measured against the fake Anthropic server (benchmarks/fake_server.py, its own process) with a
+generated suite whose producer and judge each make one model call per case:
+
+1. wall time at concurrency C with 200 ms per call, as a ratio to the limit
+   ceil(2 * cases / C) * 0.2 s + pytest start-up (start-up = a --collect-only run of the same suite);
+   the server's peak calls in flight, which must equal C and never exceed it;
+2. with 0 ms latency, the harness's wall and CPU per case beside plain pytest running as many
+   trivial items (target: under 5 ms per case more than plain pytest);
+3. a second identical run: model calls (target 0, the response cache) and its wall time;
+4. collection of 10,000 cases: seconds and peak memory (targets: 5 s, 500 MB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RUBRIC = """\
+metadata: {name: Bench, version: "1.0.0"}
+threshold: 0.5
+dimensions:
+  quality: {weight: 1.0, description: "Is the answer useful?", scoring: {1.0: "useful", 0.0: "useless"}}
+"""
+PROMPT = """# {title}
+
+## Role
+Benchmark {role}.
+
+## Inputs
+- **question**: text
+
+## Outputs
+- **answer**: text
+
+## Instructions
+Answer.
+
+## Examples
+Input: a question. Output: an answer.
+
+## Constraints
+- Be short.
+"""
+
+
+def write_suite(root: Path, cases: int, *, trivial: bool = False) -> None:
+    (root / "rubrics").mkdir(parents=True)
+    (root / "suites" / "prompts").mkdir(parents=True)
+    (root / "rubrics" / "bench.yaml").write_text(RUBRIC)
+    for role in ("producer", "evaluator"):
+        (root / "suites" / "prompts" / f"{role}.md").write_text(PROMPT.format(title=f"Bench {role}", role=role))
+    (root / "suites" / "agents.yaml").write_text(textwrap.dedent("""\
+        judge: {model: claude-haiku-4-5, timeout_s: 30, max_retries: 2}
+        agents:
+          bench:
+            rubric: bench
+            producer: prompts/producer.md
+            evaluator: prompts/evaluator.md
+            max_attempts: 1
+        """))
+    lines = ["agent: bench", "cases:"]
+    lines += [f"  - {{id: case-{i:05d}, inputs: {{question: 'question {i}'}}}}" for i in range(cases)]
+    (root / "suites" / "bench.cases.yaml").write_text("\n".join(lines) + "\n")
+    (root / "pytest.ini").write_text("[pytest]\n")
+    if trivial:
+        (root / "test_trivial.py").write_text(textwrap.dedent(f"""\
+            import pytest
+
+            @pytest.mark.parametrize("i", range({cases}))
+            def test_trivial(i):
+                assert i >= 0
+            """))
+
+
+@contextmanager
+def fake_server(latency: float, workdir: Path):
+    port_file, stats_file = workdir / "server.url", workdir / "server.stats"
+    for f in (port_file, stats_file):
+        f.unlink(missing_ok=True)
+    proc = subprocess.Popen([sys.executable, str(HERE / "fake_server.py"), "--latency", str(latency),
+                             "--port-file", str(port_file), "--stats-file", str(stats_file)])
+    try:
+        deadline = time.monotonic() + 30
+        while not port_file.exists():
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError("the fake server did not start")
+            time.sleep(0.05)
+        stats: dict = {}
+        yield port_file.read_text(), stats
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        if stats_file.exists():
+            stats.update(json.loads(stats_file.read_text()))
+
+
+def run_pytest(root: Path, args: list[str], base_url: str | None = None) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds of the child, exit code)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    if base_url:
+        env.update(ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY="sk-ant-benchmark")
+    else:
+        env.pop("ANTHROPIC_API_KEY", None)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=root,
+                          env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if done.returncode not in (0, 1):
+        sys.stderr.write(done.stdout[-3000:] + done.stderr[-3000:])
+    return wall, cpu, done.returncode
+
+
+def peak_rss_mb_of(root: Path, args: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one pytest run, measured in a fresh child."""
+    code = ("import resource, subprocess, sys, time; t=time.perf_counter(); "
+            "subprocess.run([sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', *sys.argv[1:]],"
+            " stdout=subprocess.DEVNULL); print(time.perf_counter()-t, "
+            "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)")
+    out = subprocess.run([sys.executable, "-c", code, *args], cwd=root, capture_output=True, text=True, check=True)
+    wall, rss = out.stdout.split()
+    return float(wall), float(rss)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--cases", type=int, default=500)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--collect-cases", type=int, default=10_000)
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="harness-bench-"))
+    rows: list[tuple[str, str, str]] = []
+    try:
+        suite = tmp / "suite"
+        write_suite(suite, args.cases, trivial=True)
+        common = ["suites/", f"--harness-concurrency={args.concurrency}", "-o", "harness_progress_interval=0"]
+        startup = median([run_pytest(suite, ["suites/", "--collect-only"])[0] for _ in range(args.runs)])
+        calls = 2 * args.cases
+        limit = math.ceil(calls / args.concurrency) * args.latency + startup
+
+        walls, peaks, server_calls = [], [], []
+        for run in range(args.runs):
+            with fake_server(args.latency, tmp) as (url, stats):
+                wall, _, code = run_pytest(suite, [*common, f"--harness-work-dir=WORK-{run}"], url)
+            walls.append(wall)
+            peaks.append(stats.get("peak_in_flight", -1))
+            server_calls.append(stats.get("calls", -1))
+        rows.append((f"{args.cases} cases x 2 calls, {args.latency * 1000:.0f} ms/call, concurrency "
+                     f"{args.concurrency}", f"{median(walls):.2f} s",
+                     f"limit {limit:.2f} s (incl. {startup:.2f} s start-up): ratio {median(walls) / limit:.2f} "
+                     "(target <= 1.25)"))
+        rows.append(("peak calls in flight", f"{max(peaks)}", f"concurrency {args.concurrency} (runs: {peaks}); "
+                     f"calls per run {server_calls}"))
+
+        again_walls, again_calls = [], []
+        for run in range(args.runs):
+            with fake_server(args.latency, tmp) as (url, stats):
+                wall, _, _ = run_pytest(suite, [*common, f"--harness-work-dir=WORK-{run}"], url)
+            again_walls.append(wall)
+            again_calls.append(stats.get("calls", -1))
+        rows.append(("second identical run (response cache)", f"{median(again_walls):.2f} s",
+                     f"model calls {again_calls} (target 0)"))
+
+        harness_wall, harness_cpu, plain_wall, plain_cpu = [], [], [], []
+        for run in range(args.runs):
+            with fake_server(0.0, tmp) as (url, _):
+                wall, cpu, _ = run_pytest(suite, [*common, "--harness-cache=off", f"--harness-work-dir=Z-{run}"], url)
+            harness_wall.append(wall)
+            harness_cpu.append(cpu)
+            wall, cpu, _ = run_pytest(suite, ["test_trivial.py"])
+            plain_wall.append(wall)
+            plain_cpu.append(cpu)
+        per = 1000 / args.cases
+        extra_wall = (median(harness_wall) - median(plain_wall)) * per
+        rows.append(("0 ms server: harness per case (wall / CPU)",
+                     f"{median(harness_wall) * per:.2f} / {median(harness_cpu) * per:.2f} ms",
+                     f"plain pytest per item {median(plain_wall) * per:.2f} / {median(plain_cpu) * per:.2f} ms; "
+                     f"harness's own cost {extra_wall:.2f} ms/case wall (target < 5 ms)"))
+
+        big = tmp / "big"
+        write_suite(big, args.collect_cases)
+        measured = [peak_rss_mb_of(big, ["suites/", "--collect-only"]) for _ in range(args.runs)]
+        rows.append((f"collect {args.collect_cases} cases", f"{median([m[0] for m in measured]):.2f} s",
+                     f"peak memory {median([m[1] for m in measured]):.0f} MB (targets: 5 s, 500 MB)"))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    width = max(len(r[0]) for r in rows)
+    print(f"\n{'measure':<{width}}  {'median':>14}  notes (medians of {args.runs} runs)")
+    for name, value, note in rows:
+        print(f"{name:<{width}}  {value:>14}  {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
