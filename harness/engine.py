@@ -6,7 +6,6 @@ crash leaves a trace and never a half-written record.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,7 +14,7 @@ from typing import Any
 from harness.checks import CheckContext
 from harness.errors import ExitCode, HarnessError, ModelUnavailable, ValidationFailed
 from harness.judges import Evaluation, evaluate
-from harness.llm import Usage, price_usd
+from harness.llm import CostCapReached, Usage, price_usd
 from harness.models import AgentConfig, Case, Outcome, RecordStatus, Rubric, RunRecord
 from harness.records import AttemptDetails, RecordStore, RunLocation, utc_now
 from harness.runners import Runner, RunnerOutput
@@ -138,6 +137,12 @@ def run_loop(plan: CasePlan, store: RecordStore, *, on_attempt: AttemptHook | No
         except HarnessError as exc:
             outcome = _error_outcome(exc)
             reason = str(exc)
+            spent = getattr(exc, "usage", None)
+            if spent is not None:  # a failed call's earlier tries still cost tokens
+                outputs.append(RunnerOutput(usage=spent, model=plan.agent.judge.model,
+                                            cost_usd=price_usd(plan.agent.judge.model, spent)))
+            if isinstance(exc, CostCapReached) and plan.stop is not None:
+                plan.stop.set(str(exc))
             result = _finish(plan, store, run_id, number, started, "escalated", outcome, None, reason, outputs,
                              int(exc.exit_code), on_attempt)
             attempts.append(result)
@@ -198,7 +203,7 @@ def _error_outcome(exc: HarnessError) -> Outcome:
 
 
 def _evaluation_output(evaluation: Evaluation) -> RunnerOutput:
-    return RunnerOutput(usage=evaluation.usage, model=evaluation.model)
+    return RunnerOutput(usage=evaluation.usage, model=evaluation.model, cost_usd=evaluation.cost_usd)
 
 
 def _finish(plan: CasePlan, store: RecordStore, run_id: int, number: int, started: float, status: RecordStatus,
@@ -209,9 +214,8 @@ def _finish(plan: CasePlan, store: RecordStore, run_id: int, number: int, starte
     model = None
     for out in outputs:
         usage = usage + out.usage
-        if out.model:
-            model = out.model
-            cost += price_usd(out.model, out.usage)
+        cost += out.cost_usd
+        model = out.model or model
     if evaluation is not None:
         dims = {name: {"score": d.score, "weight": d.weight, "reason": d.reason, "source": d.source}
                 for name, d in evaluation.dimensions.items()}
@@ -226,7 +230,7 @@ def _finish(plan: CasePlan, store: RecordStore, run_id: int, number: int, starte
     record = RunRecord(
         cycle_id=plan.location.cycle_id, agent_name=plan.agent.name, attempt=number, status=status,
         overall_score=overall, dimension_scores={k: v["score"] for k, v in dims.items()}, feedback=feedback,
-        suggested_fixes=fixes, artifact_path=os.path.relpath(artifact, store.work_dir.parent), created_at=utc_now(),
+        suggested_fixes=fixes, artifact_path=store.display_path(artifact), created_at=utc_now(),
         duration_ms=int((time.monotonic() - started) * 1000), rubric_version=plan.rubric.version,
     )
     details = AttemptDetails(

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from enum import IntEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.llm import Usage
 
 
 class ExitCode(IntEnum):
@@ -58,11 +62,16 @@ class HarnessConfigError(HarnessError):
 
 
 class ModelCallError(HarnessError):
-    """A model call failed after its retries (rate limit, server error, timeout, connection)."""
+    """A model call failed after its retries (rate limit, server error, timeout, connection).
 
-    def __init__(self, message: str, exit_code: ExitCode = ExitCode.UNAVAILABLE):
+    ``usage`` carries the tokens of earlier calls of the same operation that did succeed (e.g. the
+    first answer of a JSON generation whose retry call failed), so they can still be accounted for.
+    """
+
+    def __init__(self, message: str, exit_code: ExitCode = ExitCode.UNAVAILABLE, usage: Usage | None = None):
         super().__init__(message)
         self.exit_code = exit_code
+        self.usage = usage
 
 
 class ModelUnavailable(HarnessError):

@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 
+RECORD_MODE = 0o644
+
+
 def atomic_write_text(path: Path, text: str, *, durable: bool = False) -> None:
     """Write ``text`` to ``path`` so that readers see the old file or the new one, never half.
 
@@ -21,6 +24,7 @@ def atomic_write_text(path: Path, text: str, *, durable: bool = False) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, RECORD_MODE)  # mkstemp makes 0600; records are ordinary files others may read
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             if durable:

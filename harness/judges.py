@@ -43,6 +43,7 @@ class Evaluation:
     feedback: str
     suggested_fixes: list[str]
     usage: Usage = Usage()
+    cost_usd: float = 0.0
     model: str | None = None
     indeterminate_reason: str | None = None
     judge_reported_score: float | None = None
@@ -204,7 +205,8 @@ class LlmJudge:
                 f"validation_failed: the judge's answer did not match EvaluatorOutput after {result.attempts} "
                 f"attempts: {'; '.join(result.validation_errors[:3])}",
                 result.validation_errors, result.raw_response)
-        return RunnerOutput(data=result.data, usage=result.usage, model=self.client.settings.model)
+        return RunnerOutput(data=result.data, usage=result.usage, model=self.client.settings.model,
+                            cost_usd=result.cost_usd)
 
 
 def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckContext,
@@ -218,7 +220,7 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
     judged = [d.id for d in rubric.judged_dimensions]
     feedback_parts: list[str] = []
     judge_fixes: list[str] = []
-    usage, model, why_unknown, reported = Usage(), None, None, None
+    usage, model, why_unknown, reported, cost = Usage(), None, None, None, 0.0
     sample_overalls: list[float] = []
     if judged:
         try:
@@ -232,6 +234,7 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
         else:
             for answer in answers:
                 usage = usage + answer.usage
+                cost += answer.cost_usd
                 model = answer.model or model
             first = answers[0].data or {}
             reported = first.get("overallScore")
@@ -253,7 +256,8 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
     ordered = {d.id: verdicts[d.id] for d in rubric.dimensions}
     fixes = _unique([f for v in ordered.values() for f in v.fixes] + judge_fixes)
     evaluation = Evaluation(rubric=rubric, threshold=threshold, dimensions=ordered, feedback="",
-                            suggested_fixes=fixes, usage=usage, model=model, indeterminate_reason=why_unknown,
+                            suggested_fixes=fixes, usage=usage, cost_usd=cost, model=model,
+                            indeterminate_reason=why_unknown,
                             judge_reported_score=reported, samples=sample_overalls)
     summary = _summary(evaluation)
     feedback = " ".join(p for p in [summary, *feedback_parts] if p)

@@ -8,22 +8,35 @@ Everything model-shaped in the harness goes through :class:`ModelClient`:
 * :meth:`ModelClient.generate_json` is seed 003's generation flow: a forced tool call, JSON Schema
   validation (Draft 2020-12), and ONE retry that shows the model its answer and the errors.
 
+Every client of a session shares one :class:`CallPolicy`: the bound on HTTP calls in flight (a
+semaphore around every attempt, retries included), optional rate limits
+(:mod:`harness.ratelimit`), the response cache (:mod:`harness.cache`), the Message Batches path
+(:mod:`harness.batching`), the price table and live :class:`CallStats`. docs/model-calls.md has the
+whole picture.
+
 Constructing a client never touches the network; the SDK client is built on the first call, and the
 SDK itself is imported then too, so a pytest session that never calls a model does not pay for it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
+import math
 import os
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from harness.errors import ExitCode, ModelCallError, ModelUnavailable
+from harness.batching import Batcher, ProgressCallback
+from harness.cache import CACHE_FILE, CACHE_MODES, ResponseCache, cache_access, cache_key
+from harness.errors import ExitCode, HarnessConfigError, ModelCallError, ModelUnavailable
+from harness.ratelimit import RateLimiter, RateLimits, Reservation, estimate_input_tokens
 
 if TYPE_CHECKING:  # both are imported on first use: `import anthropic` alone takes seconds
     import anthropic
@@ -73,7 +86,11 @@ class Usage:
 
 @dataclass(frozen=True)
 class ModelReply:
-    """One model answer. ``tool_use_id`` is the id of the first tool_use block (needed to answer it)."""
+    """One model answer. ``tool_use_id`` is the id of the first tool_use block (needed to answer it).
+
+    ``usage`` is what the answer took. ``cost_usd`` is what it cost this time: the price of ``usage``
+    (at the batch discount when ``batched``), or 0 when it came from the response cache (``cached``).
+    """
 
     text: str
     tool_input: dict[str, Any] | None
@@ -81,11 +98,18 @@ class ModelReply:
     model: str
     stop_reason: str | None
     tool_use_id: str | None = None
+    cached: bool = False
+    batched: bool = False
+    cost_usd: float = 0.0
 
 
 @dataclass(frozen=True)
 class GenerationResult:
-    """Seed 003's GenerationResult: the validated data, or the validation errors after the one retry."""
+    """Seed 003's GenerationResult: the validated data, or the validation errors after the one retry.
+
+    ``cost_usd`` sums the replies' costs (cache hits are free); ``cache_hits`` counts the answers
+    that came from the response cache.
+    """
 
     success: bool
     data: dict[str, Any] | None
@@ -94,48 +118,389 @@ class GenerationResult:
     attempts: int
     usage: Usage
     timings_ms: dict[str, float]
+    cost_usd: float = 0.0
+    cache_hits: int = 0
 
 
 # ---------------------------------------------------------------------------------------------------
 # Prices
 
-# USD per million tokens: (input, output, cache write (5 min), cache read).
-PRICES_PER_MTOK: dict[str, tuple[float, float, float, float]] = {
-    "claude-sonnet-4-6": (3.0, 15.0, 3.75, 0.30),
-    "claude-sonnet-4-5": (3.0, 15.0, 3.75, 0.30),
-    "claude-opus-4-6": (5.0, 25.0, 6.25, 0.50),
-    "claude-opus-4-5": (5.0, 25.0, 6.25, 0.50),
-    "claude-haiku-4-5": (1.0, 5.0, 1.25, 0.10),
+
+class Price(NamedTuple):
+    """USD per million tokens of each kind."""
+
+    input: float
+    output: float
+    cache_write: float
+    cache_read: float
+
+
+# The default table: USD per million tokens (input, output, cache write (5 min), cache read).
+PRICES_PER_MTOK: dict[str, Price] = {
+    "claude-sonnet-4-6": Price(3.0, 15.0, 3.75, 0.30),
+    "claude-sonnet-4-5": Price(3.0, 15.0, 3.75, 0.30),
+    "claude-opus-4-6": Price(5.0, 25.0, 6.25, 0.50),
+    "claude-opus-4-5": Price(5.0, 25.0, 6.25, 0.50),
+    "claude-haiku-4-5": Price(1.0, 5.0, 1.25, 0.10),
 }
+BATCH_DISCOUNT = 0.5  # Message Batches cost half the price of direct calls, every token kind
 _FALLBACK_PRICE_MODEL = "claude-sonnet-4-6"
 _DATED_SNAPSHOT = re.compile(r"^(?P<alias>.+)-\d{8}$")
+_PRICE_FIELDS = Price._fields
 
 
-def _price_key(model: str) -> str | None:
-    if model in PRICES_PER_MTOK:
+def _price_key(model: str, table: Mapping[str, Price] | None = None) -> str | None:
+    table = PRICES_PER_MTOK if table is None else table
+    if model in table:
         return model
     match = _DATED_SNAPSHOT.match(model)  # "claude-sonnet-4-5-20250929" is priced as its alias
-    if match and match.group("alias") in PRICES_PER_MTOK:
+    if match and match.group("alias") in table:
         return match.group("alias")
     return None
 
 
-def known_price(model: str) -> bool:
+def known_price(model: str, *, table: Mapping[str, Price] | None = None) -> bool:
     """True when ``model`` (an alias or a dated snapshot of one) is in the price table."""
-    return _price_key(model) is not None
+    return _price_key(model, table) is not None
 
 
-def price_usd(model: str, usage: Usage) -> float:
-    """Cost of ``usage`` on ``model`` in USD. An unknown model is priced as Sonnet (see :func:`known_price`)."""
-    key = _price_key(model) or _FALLBACK_PRICE_MODEL
-    p_in, p_out, p_write, p_read = PRICES_PER_MTOK[key]
+def price_usd(
+    model: str, usage: Usage, *, table: Mapping[str, Price] | None = None, batch: bool = False
+) -> float:
+    """Cost of ``usage`` on ``model`` in USD; ``batch`` applies the Message Batches discount.
+
+    ``table`` defaults to :data:`PRICES_PER_MTOK` (see :func:`load_price_table` for a user's own).
+    An unknown model is priced as Sonnet (see :func:`known_price`).
+    """
+    table = PRICES_PER_MTOK if table is None else table
+    key = _price_key(model, table)
+    row = table[key] if key is not None else table.get(_FALLBACK_PRICE_MODEL, PRICES_PER_MTOK[_FALLBACK_PRICE_MODEL])
+    p_in, p_out, p_write, p_read = row
     total = (
         usage.input_tokens * p_in
         + usage.output_tokens * p_out
         + usage.cache_write_tokens * p_write
         + usage.cache_read_tokens * p_read
     )
-    return total / 1_000_000
+    return total / 1_000_000 * (BATCH_DISCOUNT if batch else 1.0)
+
+
+def load_price_table(path: Path | str) -> dict[str, Price]:
+    """The default table updated with a user's file: ``{model: {input, output, cache_write, cache_read}}``.
+
+    YAML, or JSON for a ``.json`` file; USD per million tokens. A model already in the table may give
+    only the fields it changes; a new model needs ``input`` and ``output``, and its cache prices
+    default to Anthropic's multipliers (write 1.25x input, read 0.1x input). Every mistake is a
+    HarnessConfigError naming the file and the field (``prices.yaml: claude-x.output: ...``).
+    """
+    path = Path(path)
+    data = _read_price_file(path)
+    if not isinstance(data, Mapping):
+        raise HarnessConfigError(
+            path,
+            None,
+            f"a price table is a mapping of model name to prices, not {type(data).__name__}",
+            "write `claude-sonnet-4-6: {input: 3, output: 15, cache_write: 3.75, cache_read: 0.3}`",
+        )
+    table = dict(PRICES_PER_MTOK)
+    for model, row in data.items():
+        if not isinstance(model, str) or not model.strip():
+            raise HarnessConfigError(path, str(model), "a model name must be a non-empty string")
+        if not isinstance(row, Mapping):
+            raise HarnessConfigError(
+                path,
+                model,
+                f"must be a mapping with {', '.join(_PRICE_FIELDS)}, not {type(row).__name__}",
+                "give USD per million tokens, e.g. `{input: 3, output: 15}`",
+            )
+        for name in row:
+            if name not in _PRICE_FIELDS:
+                raise HarnessConfigError(
+                    path, f"{model}.{name}", "unknown field", f"use only {', '.join(_PRICE_FIELDS)}"
+                )
+        base_key = _price_key(model)
+        base = PRICES_PER_MTOK[base_key] if base_key is not None else None
+        values: dict[str, float] = {}
+        for name in _PRICE_FIELDS:
+            if name in row:
+                value = row[name]
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                    raise HarnessConfigError(
+                        path, f"{model}.{name}", f"{value!r} is not a number", "give USD per million tokens"
+                    )
+                if value < 0:
+                    raise HarnessConfigError(path, f"{model}.{name}", f"{value!r} is negative", "prices are >= 0")
+                values[name] = float(value)
+            elif base is not None:
+                values[name] = getattr(base, name)
+            elif name in ("input", "output"):
+                raise HarnessConfigError(
+                    path,
+                    f"{model}.{name}",
+                    "missing: a model not in the default table needs input and output prices",
+                    "give USD per million tokens, e.g. `{input: 3, output: 15}`",
+                )
+        values.setdefault("cache_write", values["input"] * 1.25)
+        values.setdefault("cache_read", values["input"] * 0.1)
+        table[model] = Price(**values)
+    return table
+
+
+def _read_price_file(path: Path) -> Any:
+    if path.suffix.lower() != ".json":
+        from harness.yamlfile import load_yaml
+
+        return load_yaml(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise HarnessConfigError(path, None, f"cannot read file ({exc.strerror})", "check the path") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise HarnessConfigError(path, f"line {exc.lineno}", exc.msg, "fix the JSON syntax") from None
+
+
+# ---------------------------------------------------------------------------------------------------
+# The call policy: concurrency, rate limits, cache, batching, prices and stats for a whole session
+
+DEFAULT_MAX_IN_FLIGHT = 16
+_STAT_COUNTERS = (
+    "calls",  # Messages API requests sent (HTTP attempts, retries included; batched requests not)
+    "retries",  # HTTP attempts that were SDK retries (any endpoint)
+    "cache_hits",  # answers served by the response cache
+    "batched",  # answers that came back through a Message Batch
+    "failures",  # complete() calls that ended in ModelCallError
+    "input_tokens",
+    "output_tokens",
+    "cache_write_tokens",
+    "cache_read_tokens",
+)
+
+
+class CallStats:
+    """Live, thread-safe counters of one policy; :meth:`snapshot` is the progress line's and benchmarks' view."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts = dict.fromkeys(_STAT_COUNTERS, 0)
+        self._cost = 0.0
+        self._in_flight = 0
+        self._peak = 0
+        self._limiter: RateLimiter | None = None
+        self._batcher: Batcher | None = None
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything at once: the counters above, ``in_flight``, ``peak_in_flight``, ``cost_usd``,
+        ``batches`` (created), ``batch_waiting`` (requests waiting on a batch) and ``rate_wait_s``
+        (total time spent waiting for rate limits)."""
+        with self._lock:
+            snap: dict[str, Any] = dict(self._counts)
+            snap["in_flight"] = self._in_flight
+            snap["peak_in_flight"] = self._peak
+            snap["cost_usd"] = self._cost
+        snap["batches"] = self._batcher.batches_created if self._batcher is not None else 0
+        snap["batch_waiting"] = self._batcher.waiting if self._batcher is not None else 0
+        snap["rate_wait_s"] = self._limiter.waited_s if self._limiter is not None else 0.0
+        return snap
+
+    @property
+    def cost_usd(self) -> float:
+        with self._lock:
+            return self._cost
+
+    def _add(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            self._counts[name] += n
+
+    def _enter(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+            self._peak = max(self._peak, self._in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+    def _answered(self, reply: ModelReply) -> None:
+        with self._lock:
+            if reply.batched:
+                self._counts["batched"] += 1
+            self._counts["input_tokens"] += reply.usage.input_tokens
+            self._counts["output_tokens"] += reply.usage.output_tokens
+            self._counts["cache_write_tokens"] += reply.usage.cache_write_tokens
+            self._counts["cache_read_tokens"] += reply.usage.cache_read_tokens
+            self._cost += reply.cost_usd
+
+
+class CostCapReached(ModelCallError):
+    """The policy's ``max_cost_usd`` is spent: no new model call starts (cache hits still answer)."""
+
+
+class CallPolicy:
+    """How every model call of a session is made; one instance shared by all its :class:`ModelClient` s.
+
+    * ``max_in_flight``: at most this many HTTP requests at once (a semaphore around every attempt,
+      SDK retries included; a retry's backoff sleep holds no slot);
+    * ``rate_limits``: :class:`~harness.ratelimit.RateLimits` (or a ready :class:`~harness.ratelimit.RateLimiter`)
+      respected before each Messages request is sent;
+    * ``cache`` and ``cache_mode``: a :class:`~harness.cache.ResponseCache` and one of
+      ``off|read|write|refresh|auto`` (see :mod:`harness.cache`);
+    * ``batcher``: a :class:`~harness.batching.Batcher`; with it, requests go through Message Batches;
+    * ``prices``: the price table (default :data:`PRICES_PER_MTOK`, see :func:`load_price_table`);
+    * ``max_cost_usd``: once this much is spent, new calls raise :class:`CostCapReached` (exit 82).
+
+    ``stats`` (:class:`CallStats`) counts everything live. :meth:`build` makes one from option values.
+    """
+
+    def __init__(
+        self,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        *,
+        rate_limits: RateLimits | RateLimiter | None = None,
+        cache: ResponseCache | None = None,
+        cache_mode: str = "auto",
+        batcher: Batcher | None = None,
+        prices: Mapping[str, Price] | None = None,
+        max_cost_usd: float | None = None,
+    ) -> None:
+        if int(max_in_flight) < 1:
+            raise ValueError(f"max_in_flight must be at least 1, not {max_in_flight}")
+        if cache_mode not in CACHE_MODES:
+            raise ValueError(f"unknown cache mode {cache_mode!r}: use one of {', '.join(CACHE_MODES)}")
+        self.max_in_flight = int(max_in_flight)
+        if isinstance(rate_limits, RateLimits):
+            self.limiter: RateLimiter | None = RateLimiter(rate_limits) if rate_limits else None
+        else:
+            self.limiter = rate_limits
+        self.cache = cache
+        self.cache_mode = cache_mode
+        self.batcher = batcher
+        self.prices: Mapping[str, Price] = dict(prices) if prices is not None else PRICES_PER_MTOK
+        self.max_cost_usd = max_cost_usd
+        self.stats = CallStats()
+        self.stats._limiter = self.limiter
+        self.stats._batcher = batcher
+        self._slots = threading.BoundedSemaphore(self.max_in_flight)
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        concurrency: int = DEFAULT_MAX_IN_FLIGHT,
+        cache_mode: str = "auto",
+        work_dir: Path | str | None = None,
+        requests_per_minute: float | None = None,
+        input_tokens_per_minute: float | None = None,
+        output_tokens_per_minute: float | None = None,
+        processes: int = 1,
+        batch: bool = False,
+        on_batch_progress: ProgressCallback | None = None,
+        price_file: Path | str | None = None,
+        max_cost_usd: float | None = None,
+    ) -> CallPolicy:
+        """A policy from option values.
+
+        The cache is ``work_dir/cache.db`` (opened on first use; none without a work dir or with
+        ``cache_mode="off"``). The rate limits are the account's: with ``processes`` (pytest-xdist's
+        worker count) each process gets its share. ``concurrency`` and ``max_cost_usd`` are per
+        process. A bad price file is a HarnessConfigError naming the file and field.
+        """
+        cache = None
+        if work_dir is not None and cache_mode != "off":
+            cache = ResponseCache(Path(work_dir) / CACHE_FILE)
+        limits = RateLimits(requests_per_minute, input_tokens_per_minute, output_tokens_per_minute)
+        limits = limits.shared_by(processes)
+        return cls(
+            concurrency,
+            rate_limits=limits,
+            cache=cache,
+            cache_mode=cache_mode,
+            batcher=Batcher(on_progress=on_batch_progress) if batch else None,
+            prices=load_price_table(price_file) if price_file is not None else None,
+            max_cost_usd=max_cost_usd,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"CallPolicy(max_in_flight={self.max_in_flight}, cache={self.cache!r}, cache_mode={self.cache_mode!r}, "
+            f"limits={self.limiter.limits if self.limiter else None}, batch={self.batcher is not None})"
+        )
+
+    def price(self, model: str, usage: Usage, *, batch: bool = False) -> float:
+        """``price_usd`` with this policy's table."""
+        return price_usd(model, usage, table=self.prices, batch=batch)
+
+    def close(self) -> None:
+        """End of session: stop batching (failing whatever still waits) and close the cache."""
+        if self.batcher is not None:
+            self.batcher.close()
+        if self.cache is not None:
+            self.cache.close()
+
+    # -- used by ModelClient -------------------------------------------------------------------------
+
+    def _cache_access(self, temperature: float) -> tuple[bool, bool, bool]:
+        if self.cache is None:
+            return False, False, False
+        return cache_access(self.cache_mode, temperature)
+
+    def _check_budget(self) -> None:
+        if self.max_cost_usd is None:
+            return
+        spent = self.stats.cost_usd
+        if spent >= self.max_cost_usd:
+            raise CostCapReached(
+                f"the cost cap of ${self.max_cost_usd:g} is reached (${spent:.4f} spent); "
+                "no new model calls start (raise --harness-max-cost to go on)",
+                ExitCode.QUOTA_EXCEEDED,
+            )
+
+    @contextlib.contextmanager
+    def _slot(self) -> Iterator[None]:
+        self._slots.acquire()
+        self.stats._enter()
+        try:
+            yield
+        finally:
+            self.stats._leave()
+            self._slots.release()
+
+    def _middleware(self, request: Any, call_next: Any) -> Any:
+        """SDK middleware: runs once per HTTP attempt, inside the SDK's retry loop."""
+        if request.retries_taken:
+            self.stats._add("retries")
+        is_message = str(request.method).lower() == "post" and str(request.url).rstrip("/").endswith("/v1/messages")
+        reservation: Reservation | None = None
+        if is_message and self.limiter is not None:
+            body = request.json if isinstance(request.json, Mapping) else {}
+            reservation = self.limiter.acquire(estimate_input_tokens(body), int(body.get("max_tokens") or 0))
+        try:
+            with self._slot():
+                if is_message:
+                    self.stats._add("calls")
+                response = call_next(request)
+        except BaseException:
+            if reservation is not None and self.limiter is not None:
+                self.limiter.refund(reservation)
+            raise
+        if reservation is not None and self.limiter is not None:
+            self._settle(self.limiter, reservation, response)
+        return response
+
+    @staticmethod
+    def _settle(limiter: RateLimiter, reservation: Reservation, response: Any) -> None:
+        try:
+            if not 200 <= int(response.status_code) < 300:
+                raise ValueError("no answer")
+            usage = response.parse().usage  # parsed once: the SDK keeps it for the caller
+            limiter.settle(
+                reservation,
+                input_tokens=int(usage.input_tokens or 0) + int(usage.cache_creation_input_tokens or 0),
+                output_tokens=int(usage.output_tokens or 0),
+            )
+        except Exception:
+            limiter.refund(reservation)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -147,8 +512,15 @@ def _one_line(text: object, limit: int = 300) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
+_CACHE_KEY_VERSION = 1
+
+
 class ModelClient:
-    """A thread-safe handle on the Messages API; several threads may share one instance."""
+    """A thread-safe handle on the Messages API; several threads may share one instance.
+
+    Without a ``policy`` the client gets one of its own (default concurrency bound, no rate limits,
+    no cache, no batching); in a pytest session every client shares the session's policy.
+    """
 
     def __init__(
         self,
@@ -156,11 +528,13 @@ class ModelClient:
         *,
         api_key: str | None = None,
         base_url: str | None = None,
+        policy: CallPolicy | None = None,
     ) -> None:
         self.settings = settings
         key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
         self._api_key = key or None
         self.base_url = (base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.policy = policy if policy is not None else CallPolicy()
         self._sdk: anthropic.Anthropic | None = None
         self._sdk_lock = threading.Lock()
 
@@ -188,6 +562,7 @@ class ModelClient:
                         base_url=self.base_url,
                         timeout=self.settings.timeout_s,
                         max_retries=self.settings.max_retries,
+                        middleware=[self.policy._middleware],
                     )
                 except Exception as err:  # e.g. a malformed ANTHROPIC_BASE_URL
                     raise ModelCallError(
@@ -198,7 +573,7 @@ class ModelClient:
             return self._sdk
 
     def close(self) -> None:
-        """Close the SDK's connection pool (a later call opens a new one)."""
+        """Close the SDK's connection pool (a later call opens a new one). The policy stays open."""
         with self._sdk_lock:
             sdk, self._sdk = self._sdk, None
         if sdk is not None:
@@ -214,19 +589,25 @@ class ModelClient:
         tools: list[dict[str, Any]] | None = None,
         tool_choice: dict[str, Any] | None = None,
         cached_system_prefix: str | None = None,
+        cache_extra: Mapping[str, Any] | None = None,
+        batch: bool | None = None,
     ) -> ModelReply:
         """Send one Messages API request; raise ModelUnavailable / ModelCallError, never an SDK error.
 
         With ``cached_system_prefix`` the system prompt is sent as text blocks, the prefix first and
         marked ``cache_control: ephemeral``, so a stable prefix (rubric, evaluator prompt, examples)
         is written to the prompt cache once and read on later calls.
-        """
-        sdk = self._client()
-        import anthropic
 
+        The policy's response cache may answer instead (``reply.cached``, no call, no cost);
+        ``cache_extra`` (JSON-able) goes into the cache key only, e.g. ``{"sample": 2}`` so K judge
+        samples are K answers, or the rubric and prompt versions. With a batcher in the policy the
+        request goes through a Message Batch (``reply.batched``, half price) unless ``batch=False``;
+        the call blocks until its answer is back either way.
+        """
+        settings = self.settings
         params: dict[str, Any] = {
-            "model": self.settings.model,
-            "max_tokens": self.settings.max_tokens,
+            "model": settings.model,
+            "max_tokens": settings.max_tokens,
             "messages": messages,
         }
         system_param = _system_param(system, cached_system_prefix)
@@ -236,28 +617,83 @@ class ModelClient:
             params["tools"] = tools
         if tool_choice:
             params["tool_choice"] = tool_choice
+
+        policy = self.policy
+        read, write, overwrite = policy._cache_access(settings.temperature)
+        key: str | None = None
+        if read or write:
+            key = cache_key(
+                {
+                    "v": _CACHE_KEY_VERSION,
+                    "request": params,
+                    "temperature": settings.temperature,
+                    "extra": dict(cache_extra) if cache_extra else None,
+                }
+            )
+        if read and key is not None and policy.cache is not None:
+            hit = _reply_from_cache(policy.cache.get(key))
+            if hit is not None:
+                policy.stats._add("cache_hits")
+                return hit
+
+        policy._check_budget()
+        sdk = self._client()
+        batched = policy.batcher is not None and batch is not False
         try:
-            message = sdk.messages.create(**params)
-        except anthropic.AnthropicError as err:
-            raise self._map_error(err) from None
-        except json.JSONDecodeError as err:
-            raise ModelCallError(
+            message = self._send_batched(sdk, params) if batched else self._send(sdk, params)
+            if not isinstance(getattr(message, "content", None), list):
+                raise ModelCallError(
+                    f"the model API at {self.base_url} answered without message content; "
+                    "check ANTHROPIC_BASE_URL points at the Messages API",
+                    ExitCode.PROTOCOL,
+                )
+        except ModelCallError:
+            policy.stats._add("failures")
+            raise
+        reply = _reply_from_message(message, settings.model)
+        priced_as = reply.model if known_price(reply.model, table=policy.prices) else settings.model
+        reply = dataclasses.replace(
+            reply, batched=batched, cost_usd=policy.price(priced_as, reply.usage, batch=batched)
+        )
+        policy.stats._answered(reply)
+        if write and key is not None and policy.cache is not None:
+            policy.cache.put(key, _reply_to_cache(reply), model=settings.model, overwrite=overwrite)
+        return reply
+
+    def _send(self, sdk: anthropic.Anthropic, params: dict[str, Any]) -> Any:
+        try:
+            return sdk.messages.create(**params)
+        except Exception as err:
+            raise self._map_any(err) from None
+
+    def _send_batched(self, sdk: anthropic.Anthropic, params: dict[str, Any]) -> Any:
+        batcher = self.policy.batcher
+        assert batcher is not None
+        future = batcher.submit(
+            params, api=sdk.messages.batches, map_error=self._map_any, group=(self.base_url, self._api_key)
+        )
+        return future.result()
+
+    def _map_any(self, err: BaseException) -> BaseException:
+        """Any exception from the SDK as a ModelCallError (other exceptions pass through)."""
+        import anthropic
+
+        if isinstance(err, ModelCallError):
+            return err
+        if isinstance(err, anthropic.AnthropicError):
+            return self._map_error(err)
+        if isinstance(err, json.JSONDecodeError):
+            return ModelCallError(
                 f"the model API at {self.base_url} answered with something that is not JSON ({_one_line(err)}); "
                 "check ANTHROPIC_BASE_URL points at the Messages API",
                 ExitCode.PROTOCOL,
-            ) from None
-        except (ValueError, TypeError) as err:  # the SDK refused the request before sending it
-            raise ModelCallError(
+            )
+        if isinstance(err, (ValueError, TypeError)):  # the SDK refused the request before sending it
+            return ModelCallError(
                 f"model call failed before an answer: {_one_line(err)}; check the model settings and message shapes",
                 ExitCode.PROTOCOL,
-            ) from None
-        if not isinstance(getattr(message, "content", None), list):
-            raise ModelCallError(
-                f"the model API at {self.base_url} answered without message content; "
-                "check ANTHROPIC_BASE_URL points at the Messages API",
-                ExitCode.PROTOCOL,
             )
-        return _reply_from_message(message, self.settings.model)
+        return err
 
     def _map_error(self, err: anthropic.AnthropicError) -> ModelCallError:
         import anthropic
@@ -328,12 +764,16 @@ class ModelClient:
         schema: dict[str, Any],
         tool_name: str = "submit_result",
         cached_system_prefix: str | None = None,
+        cache_extra: Mapping[str, Any] | None = None,
+        batch: bool | None = None,
     ) -> GenerationResult:
         """Ask for a JSON object matching ``schema`` through a forced tool call; retry once on errors.
 
         The retry's messages show the model its previous answer and the validation errors
         (``path: message``). ``success=False`` after the retry means validation_failed for the caller.
-        Model call failures raise ModelCallError / ModelUnavailable as in :meth:`complete`.
+        Model call failures raise ModelCallError / ModelUnavailable as in :meth:`complete`; when the
+        retry call fails, the error's ``usage`` holds the first call's tokens. ``cache_extra`` and
+        ``batch`` are passed to both calls (see :meth:`complete`).
         """
         started = time.perf_counter()
         validator = _validator_for(schema)
@@ -351,6 +791,8 @@ class ModelClient:
         timings = {"prompt_render": (time.perf_counter() - t_render) * 1000, "llm_call": 0.0, "validation": schema_ms}
 
         usage = Usage()
+        cost = 0.0
+        cache_hits = 0
         data: dict[str, Any] | None = None
         raw: str | None = None
         errors: list[str] = []
@@ -358,15 +800,24 @@ class ModelClient:
         for attempt in (1, 2):
             attempts = attempt
             t_call = time.perf_counter()
-            reply = self.complete(
-                system=system,
-                messages=messages,
-                tools=tools,
-                tool_choice=tool_choice,
-                cached_system_prefix=cached_system_prefix,
-            )
+            try:
+                reply = self.complete(
+                    system=system,
+                    messages=messages,
+                    tools=tools,
+                    tool_choice=tool_choice,
+                    cached_system_prefix=cached_system_prefix,
+                    cache_extra=cache_extra,
+                    batch=batch,
+                )
+            except ModelCallError as err:
+                if attempt > 1 and err.usage is None:
+                    err.usage = usage  # the first call's tokens were spent: keep them accountable
+                raise
             timings["llm_call"] += (time.perf_counter() - t_call) * 1000
             usage = usage + reply.usage
+            cost += reply.cost_usd
+            cache_hits += reply.cached
 
             t_val = time.perf_counter()
             data, raw, errors = _validate_reply(reply, validator, tool_name)
@@ -386,6 +837,8 @@ class ModelClient:
             attempts=attempts,
             usage=usage,
             timings_ms={k: round(v, 3) for k, v in timings.items()},
+            cost_usd=cost,
+            cache_hits=cache_hits,
         )
 
 
@@ -403,6 +856,37 @@ def _system_param(system: str | list[dict[str, Any]], prefix: str | None) -> str
     else:
         blocks.extend(system)
     return blocks
+
+
+def _reply_to_cache(reply: ModelReply) -> dict[str, Any]:
+    return {
+        "text": reply.text,
+        "tool_input": reply.tool_input,
+        "usage": dataclasses.asdict(reply.usage),
+        "model": reply.model,
+        "stop_reason": reply.stop_reason,
+        "tool_use_id": reply.tool_use_id,
+    }
+
+
+def _reply_from_cache(entry: Mapping[str, Any] | None) -> ModelReply | None:
+    """The cached reply (``cached=True``, free), or None when the entry is missing or not understood."""
+    if entry is None:
+        return None
+    try:
+        usage = entry.get("usage") or {}
+        tool_input = entry.get("tool_input")
+        return ModelReply(
+            text=str(entry["text"]),
+            tool_input=dict(tool_input) if isinstance(tool_input, Mapping) else None,
+            usage=Usage(**{f.name: int(usage.get(f.name, 0)) for f in dataclasses.fields(Usage)}),
+            model=str(entry["model"]),
+            stop_reason=entry.get("stop_reason"),
+            tool_use_id=entry.get("tool_use_id"),
+            cached=True,
+        )
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
 
 
 def _reply_from_message(message: Any, requested_model: str) -> ModelReply:

@@ -25,7 +25,7 @@ from harness.models import (
     SuiteConfig,
 )
 from harness.semver import parse_version
-from harness.yamlfile import LineDict, load_yaml
+from harness.yamlfile import LineDict, load_yaml, parse_yaml
 
 WEIGHT_TOLERANCE = 1e-6
 REQUIRED_PROMPT_SECTIONS = ("Role", "Inputs", "Outputs", "Instructions", "Examples", "Constraints")
@@ -127,7 +127,15 @@ def _check_id(section: Section, field: str, value: Any, what: str) -> str:
 
 def load_rubric(path: Path, *, import_root: Path) -> Rubric:
     """Load either rubric format: seed 000's dimensions or seed 003's criteria."""
-    raw = load_yaml(path)
+    return _rubric_from_raw(load_yaml(path), path, import_root)
+
+
+def load_rubric_text(text: str, path: Path, *, import_root: Path) -> Rubric:
+    """Load a rubric's text as if it were the file at ``path`` (an older version from git, say)."""
+    return _rubric_from_raw(parse_yaml(text, path), path, import_root)
+
+
+def _rubric_from_raw(raw: Any, path: Path, import_root: Path) -> Rubric:
     if isinstance(raw, Mapping) and "criteria" in raw:
         return _load_review_rubric(raw, path, import_root)
     return _load_dimension_rubric(raw, path, import_root)

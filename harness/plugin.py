@@ -20,6 +20,7 @@ RUBRIC_SUFFIXES = (".yaml", ".yml")
 CASE_SUFFIXES = (".cases.yaml", ".cases.yml")
 ACTIVE = pytest.StashKey[bool]()
 SESSION_TOKEN = pytest.StashKey[str]()
+SETTINGS = pytest.StashKey[dict]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -58,8 +59,15 @@ CACHE_MODES = ("auto", "off", "read", "write", "refresh")
 DEFAULT_CONCURRENCY = 16
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+# Feature plugins, each with its own options and hooks; imported here so their options exist before
+# the command line is parsed. They import their heavy modules lazily.
+FEATURE_PLUGINS = ("harness.tracking.pytest_plugin", "harness.tournament.pytest_plugin")
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     group = parser.getgroup("harness", "pytest-rubric: evaluate agents against rubrics")
+    for name in FEATURE_PLUGINS:
+        pluginmanager.import_plugin(name)
     group.addoption("--rubric", dest="harness_rubric", metavar="NAME", default=None,
                     help="run only the items scored by rubric NAME (a file stem in the rubrics folder); "
                          "default: all")
@@ -107,6 +115,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "harness_case: an agent case run by pytest-rubric")
+    config.stash[SETTINGS] = _settings(config)  # a bad option or ini value is a usage error here
     rubric = config.getoption("harness_rubric")
     if rubric is not None:
         known = known_rubrics(_rubrics_dir(config))
@@ -150,29 +159,37 @@ def _choice(*allowed: str):
     return parse
 
 
+def _settings(config: pytest.Config) -> dict:
+    """Every harness option, from the command line or its ini twin; parsed once, in pytest_configure."""
+    root = Path(config.rootpath)
+    work = config.getoption("harness_work_dir") or config.getini("harness_work_dir")
+    prices = config.getini("harness_prices")
+    return dict(
+        work_dir=(root / work).resolve(), rubrics_dir=_rubrics_dir(config).resolve(), import_root=root,
+        indeterminate=_setting(config, "harness_indeterminate", _indeterminate_policy),
+        concurrency=_setting(config, "harness_concurrency", _positive_int) or DEFAULT_CONCURRENCY,
+        judge_samples=_setting(config, "harness_judge_samples", _positive_int) or 1,
+        max_cost_usd=_setting(config, "harness_max_cost", _dollars),
+        cache_mode=_setting(config, "harness_cache", _choice(*CACHE_MODES)) or "auto",
+        batch=bool(_setting(config, "harness_batch", bool)),
+        rate_limits={flag: _setting(config, f"harness_{flag}", _positive_int) for flag in ("rpm", "itpm", "otpm")},
+        prices_path=(root / prices) if prices else None,
+        progress_interval_s=_setting(config, "harness_progress_interval", float) or 0.0,
+    )
+
+
 def _activate(config: pytest.Config) -> HarnessSession:
     """Set up the harness the first time one of our files is collected."""
-    from harness import runners
+    import importlib
+
     from harness.session import SESSION_KEY, HarnessSession
 
     if not config.stash.get(ACTIVE, False):
-        root = Path(config.rootpath)
-        work = config.getoption("harness_work_dir") or config.getini("harness_work_dir")
-        session = HarnessSession(
-            config=config, work_dir=(root / work).resolve(), rubrics_dir=_rubrics_dir(config).resolve(),
-            import_root=root, indeterminate=_setting(config, "harness_indeterminate", _indeterminate_policy),
-            concurrency=_setting(config, "harness_concurrency", _positive_int) or DEFAULT_CONCURRENCY,
-            judge_samples=_setting(config, "harness_judge_samples", _positive_int) or 1,
-            max_cost_usd=_setting(config, "harness_max_cost", _dollars),
-            cache_mode=_setting(config, "harness_cache", _choice(*CACHE_MODES)) or "auto",
-            batch=bool(_setting(config, "harness_batch", bool)),
-            rate_limits={flag: _setting(config, f"harness_{flag}", _positive_int) for flag in ("rpm", "itpm", "otpm")},
-            prices_path=(root / config.getini("harness_prices")) if config.getini("harness_prices") else None,
-            progress_interval_s=_setting(config, "harness_progress_interval", float) or 0.0,
-        )
-        config.stash[SESSION_KEY] = session
+        config.stash[SESSION_KEY] = HarnessSession(config=config, **config.stash[SETTINGS])
         config.stash[ACTIVE] = True
-        config.pluginmanager.register(runners, "harness-builtin-runners")
+        # import_module, not `from harness import runners`: it honours sys.modules, which pytester
+        # restores between in-process sessions.
+        config.pluginmanager.register(importlib.import_module("harness.runners"), "harness-builtin-runners")
     return config.stash[SESSION_KEY]
 
 
@@ -251,6 +268,8 @@ def _stop(config: pytest.Config, reason: str) -> None:
         hs.stop.set(reason)
         if hs.scheduler is not None:
             hs.scheduler.shutdown(reason)
+        if hs._policy is not None:
+            hs._policy.close()  # fails requests still waiting for a batch, cancels running batches
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -291,6 +310,4 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if config.stash.get(ACTIVE, False):
         from harness.session import harness_session
 
-        session = harness_session(config)
-        if session._store is not None:
-            session.store.close()
+        harness_session(config).close()

@@ -121,8 +121,9 @@ class RunLocation:
 class RecordStore:
     """Artifacts, run-log.json and the SQLite database under one work folder."""
 
-    def __init__(self, work_dir: Path):
+    def __init__(self, work_dir: Path, root: Path | None = None):
         self.work_dir = Path(work_dir)
+        self.root = Path(root) if root is not None else self.work_dir.parent
         self.runs_dir = self.work_dir / "runs"
         self.database = self.work_dir / DATABASE_NAME
         self._local = threading.local()
@@ -214,7 +215,7 @@ class RecordStore:
             cursor = conn.execute(
                 "INSERT INTO agent_runs (cycle_id, agent_name, attempt, status, artifact_path, created_at,"
                 " rubric_version) VALUES (?, ?, ?, 'running', ?, ?, ?)",
-                (where.cycle_id, where.agent_name, attempt, str(where.attempt_artifact(attempt)), utc_now(),
+                (where.cycle_id, where.agent_name, attempt, self.display_path(where.attempt_artifact(attempt)), utc_now(),
                  rubric_version),
             )
             run_id = cursor.lastrowid
@@ -263,6 +264,13 @@ class RecordStore:
              d.input_tokens, d.output_tokens, d.cache_write_tokens, d.cache_read_tokens, d.cost_usd,
              json.dumps(d.dimensions), json.dumps(d.samples) if d.samples is not None else None),
         )
+
+    def display_path(self, path: Path) -> str:
+        """How records name a file: relative to the project root, absolute when outside it."""
+        try:
+            return str(path.resolve().relative_to(self.root.resolve()))
+        except ValueError:
+            return str(path.resolve())
 
     def run_log_path(self, cycle_id: str) -> Path:
         return self.runs_dir / cycle_id / "run-log.json"

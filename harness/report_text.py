@@ -147,6 +147,8 @@ def progress_printer(config: Any, hs: Any) -> Callable[[], None] | None:
 
 def properties_of(report: Any) -> dict[str, Any]:
     props = dict(getattr(report, "user_properties", ()) or ())
+    if props.get("harness_outcome") == "passed" and getattr(report, "failed", False):
+        props["harness_outcome"] = "failed"  # a gate after the loop failed it (e.g. --harness-compare)
     if isinstance(props.get("harness_dimensions"), str):
         props["harness_dimensions"] = json.loads(props["harness_dimensions"])
     return props

@@ -15,7 +15,9 @@ An evaluator answers with EvaluatorOutput JSON (seed 000 section 2).
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -38,6 +40,7 @@ class RunnerOutput:
     data: dict[str, Any] | None = None  # an evaluator's EvaluatorOutput
     usage: Usage = Usage()
     model: str | None = None
+    cost_usd: float = 0.0  # what the model calls behind this output cost (0 for cache hits)
 
 
 class Runner(Protocol):
@@ -88,7 +91,7 @@ class CommandRunner:
 
     def __init__(self, spec: RunnerSpec, role: str, cwd: Path):
         self.role = role
-        self.command = spec.target
+        self.command = _own_python(spec.target)
         self.cwd = cwd
         self.timeout_s = float(spec.options.get("timeout_s", DEFAULT_COMMAND_TIMEOUT_S))
 
@@ -116,6 +119,18 @@ class CommandRunner:
         return RunnerOutput(text=out)
 
 
+def _own_python(command: str) -> str:
+    """A command starting with ``python`` or ``python3`` runs on the interpreter running pytest.
+
+    That is the virtual environment the project was installed in, and it exists even where the
+    machine has only ``python3`` (or neither on PATH).
+    """
+    first, _, rest = command.partition(" ")
+    if first in ("python", "python3"):
+        return f"{shlex.quote(sys.executable)} {rest}".rstrip()
+    return command
+
+
 # --- prompt ------------------------------------------------------------------------------------
 
 
@@ -137,7 +152,7 @@ class PromptRunner:
             body = {k: request[k] for k in ("inputs", "artifact", "evaluation", "suggested_fixes")}
         message = f"{ask}\n\n```json\n{json.dumps(body, indent=2, default=str)}\n```"
         reply = self.client.complete(system=self.prompt.text, messages=[{"role": "user", "content": message}])
-        return RunnerOutput(text=reply.text, usage=reply.usage, model=reply.model)
+        return RunnerOutput(text=reply.text, usage=reply.usage, model=reply.model, cost_usd=reply.cost_usd)
 
 
 # --- the built-in kinds, as a plugin of our own hooks --------------------------------------------

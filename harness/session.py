@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from harness.errors import HarnessConfigError
-from harness.llm import ModelClient, ModelSettings
+from harness.llm import CallPolicy, ModelClient, ModelSettings
 from harness.records import RecordStore
 from harness.scheduler import CaseScheduler, StopFlag
 
@@ -40,6 +40,8 @@ class HarnessSession:
     progress_interval_s: float = 10.0
     spent_usd: float = 0.0
     last_progress: float = field(default_factory=time.monotonic)
+    batch_status: str | None = None
+    _policy: CallPolicy | None = None
     _store: RecordStore | None = None
     _cycle_id: str | None = None
     _clients: dict[ModelSettings, ModelClient] = field(default_factory=dict)
@@ -50,7 +52,7 @@ class HarnessSession:
     def store(self) -> RecordStore:
         with self._lock:
             if self._store is None:
-                self._store = RecordStore(self.work_dir)
+                self._store = RecordStore(self.work_dir, root=self.import_root)
             return self._store
 
     @property
@@ -82,15 +84,41 @@ class HarnessSession:
             text += (f", {stats.get('in_flight', 0)} calls in flight, {stats.get('calls', 0)} calls, "
                      f"{stats.get('cache_hits', 0)} cache hits, tokens in/out "
                      f"{stats.get('input_tokens', 0)}/{stats.get('output_tokens', 0)}")
+        if self.batch_status:
+            text += f"; {self.batch_status}"
         return text
 
     def call_stats(self) -> dict[str, Any]:
-        return {}
+        return self._policy.stats.snapshot() if self._policy is not None else {}
+
+    @property
+    def policy(self) -> CallPolicy:
+        """How every model call of the session is made: concurrency, cache, rate limits, batching, prices."""
+        with self._lock:
+            if self._policy is None:
+                workers = getattr(self.config, "workerinput", {}).get("workercount", 1)
+                self._policy = CallPolicy.build(
+                    concurrency=self.concurrency, cache_mode=self.cache_mode, work_dir=self.work_dir,
+                    requests_per_minute=self.rate_limits.get("rpm"),
+                    input_tokens_per_minute=self.rate_limits.get("itpm"),
+                    output_tokens_per_minute=self.rate_limits.get("otpm"), processes=workers, batch=self.batch,
+                    on_batch_progress=self._batch_progress, price_file=self.prices_path,
+                    max_cost_usd=self.max_cost_usd)
+            return self._policy
+
+    def _batch_progress(self, batch_id: str, counts: dict[str, int]) -> None:
+        self.batch_status = f"batch {batch_id}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+
+    def close(self) -> None:
+        if self._policy is not None:
+            self._policy.close()
+        if self._store is not None:
+            self._store.close()
 
     def model_client(self, settings: ModelSettings) -> ModelClient:
         with self._lock:
             if settings not in self._clients:
-                self._clients[settings] = ModelClient(settings)
+                self._clients[settings] = ModelClient(settings, policy=self.policy)
             return self._clients[settings]
 
     def cached(self, kind: str, path: Path, load: Any) -> Any:

@@ -37,6 +37,12 @@ import textwrap  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
+# Import the harness and the SDK once in this process: pytester's in-process runs then reuse these modules
+# (and pydantic, jsonschema, yaml, anthropic) instead of importing them again in every run.
+import anthropic  # noqa: E402,F401
+import harness.nodes  # noqa: E402,F401
+import harness.plugin  # noqa: E402,F401
+
 # Two deterministic dimensions: "hello" must appear (0.6) and the text stays short (0.4).
 QUALITY_RUBRIC = """\
 metadata:
@@ -85,7 +91,7 @@ def spy_revise(request):
     """revise(), after appending the request it was given to revise-requests.jsonl."""
     import json
     with open("revise-requests.jsonl", "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(request, default=str) + "\n")
+        handle.write(json.dumps(request, default=str) + "\\n")
     return revise(request)
 
 
@@ -151,6 +157,54 @@ def forget_stale_harness_modules() -> None:
                 delattr(module, attr)
 
 
+# Two dimensions scored by the LLM judge (tone 0.5, clarity 0.3) and one by a check (greeting 0.2).
+JUDGED_RUBRIC = """\
+metadata:
+  name: Judged Quality
+  version: "2.1.0"
+  agent: judged_writer
+threshold: 0.8
+dimensions:
+  tone:
+    weight: 0.5
+    description: "TONE-DESCRIPTION: warm and specific"
+    scoring:
+      1.0: "warm"
+      0.0: "cold"
+  clarity:
+    weight: 0.3
+    description: "CLARITY-DESCRIPTION: one clear ask"
+  greeting:
+    weight: 0.2
+    description: "Says hello"
+    check:
+      contains: {all: [hello]}
+examples:
+  gold: ["examples/judged/gold/*.md"]
+  anti_patterns: ["examples/judged/anti/*.md"]
+"""
+
+JUDGED_AGENTS = """\
+judge:
+  model: claude-haiku-4-5
+  max_tokens: 1024
+  timeout_s: {timeout_s}
+  max_retries: {max_retries}
+agents:
+  judged_writer:
+    rubric: judged
+    producer: {{python: "agentlib:produce"}}
+    evaluator: prompts/judge.md
+"""
+
+JUDGED_CASES = """\
+agent: judged_writer
+cases:
+  - id: warm-hello
+    inputs: {text: "hello friend, shall we meet on Tuesday?"}
+"""
+
+
 class Project:
     """A pytester project with helpers to write its files and read the harness's records."""
 
@@ -183,6 +237,18 @@ class Project:
             self.cases("writer", cases)
         return self
 
+    def judged(self, cases: str | None = JUDGED_CASES, *, timeout_s: float = 5, max_retries: int = 0) -> Project:
+        """The judged rubric with its examples, an evaluator prompt and the agent "judged_writer"."""
+        self.rubric("judged", JUDGED_RUBRIC)
+        self.write("rubrics/examples/judged/gold/warm.md", "GOLD-EXAMPLE-MARKER hello, a warm note\n")
+        self.write("rubrics/examples/judged/anti/cold.md", "ANTI-PATTERN-MARKER a cold note\n")
+        self.write("suites/prompts/judge.md", prompt_text())
+        self.write("agentlib.py", AGENT_MODULE)
+        self.agents(JUDGED_AGENTS.format(timeout_s=timeout_s, max_retries=max_retries))
+        if cases is not None:
+            self.cases("judged_writer", cases)
+        return self
+
     # -- running ------------------------------------------------------------------------------------
     def run(self, *args: str, subprocess: bool = False, forget_stale_modules: bool = True) -> pytest.RunResult:
         """Run pytest in this project (in-process unless ``subprocess``)."""
@@ -191,7 +257,8 @@ class Project:
             return self.pytester.runpytest_subprocess(*args, timeout=60)
         if forget_stale_modules:
             forget_stale_harness_modules()
-        return self.pytester.runpytest(*args)
+        # In this process the harness is already imported, so pytest cannot assertion-rewrite it: not news.
+        return self.pytester.runpytest("-W", "ignore::pytest.PytestAssertRewriteWarning", *args)
 
     # -- records ------------------------------------------------------------------------------------
     @property
@@ -232,8 +299,28 @@ class Project:
                          " JOIN attempt_details d ON d.run_id = r.id ORDER BY r.id")
 
 
+@pytest.fixture(scope="session")
+def sdk_warmed_up() -> None:
+    """One real SDK call in this process before any in-process pytester run.
+
+    The SDK imports its HTTP stack lazily on the first request. Imported inside an in-process run, those
+    modules are dropped when the run ends while the SDK keeps references to their exception classes, so a
+    later run's timeout would surface as a connection error. Importing them here keeps them for good.
+    """
+    from harness.llm import ModelClient, ModelSettings
+    from harness.testing import Reply
+
+    with FakeAnthropic() as server:
+        server.queue(Reply.text("warm"))
+        client = ModelClient(ModelSettings(timeout_s=5, max_retries=0), api_key="sk-ant-test-dummy",
+                             base_url=server.base_url)
+        client.complete(system="s", messages=[{"role": "user", "content": "hi"}])
+        client.close()
+
+
 @pytest.fixture
-def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Project:
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest,
+            sdk_warmed_up: None) -> Project:
     """An empty project. No API key and no base URL, unless the test also uses ``fake_anthropic``."""
     if "fake_anthropic" not in request.fixturenames:
         monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
@@ -241,19 +328,25 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, request:
     return Project(pytester)
 
 
-def error_lines(result: pytest.RunResult) -> list[str]:
-    """The non-empty lines of every "ERROR collecting ..." section of a run's output."""
-    lines, inside = [], False
+def error_sections(result: pytest.RunResult) -> list[list[str]]:
+    """The non-empty lines of each "ERROR collecting ..." section of a run's output, one list per section."""
+    sections: list[list[str]] = []
+    current: list[str] | None = None
     for line in result.outlines:
         if re.match(r"^_+ ERROR collecting .* _+$", line):
-            inside = True
-            continue
-        if inside and (line.startswith("=") or re.match(r"^_+ .* _+$", line)):
-            inside = line.startswith("_") and "ERROR collecting" in line
-            continue
-        if inside and line.strip():
-            lines.append(line)
-    return lines
+            current = []
+            sections.append(current)
+        elif line.startswith("=") or re.match(r"^_{3,} .* _{3,}$", line):
+            current = None
+        elif current is not None and line.strip():
+            current.append(line)
+    return sections
 
 
 PYTHON = sys.executable
+
+
+@pytest.fixture(autouse=True)
+def _no_ci_step_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs inside the tests must never append to the real CI step summary."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)

@@ -3,23 +3,30 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 import threading
 import time
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness.errors import ExitCode, ModelCallError, ModelUnavailable
+from harness.errors import ExitCode, HarnessConfigError, ModelCallError, ModelUnavailable
 from harness.llm import (
+    PRICES_PER_MTOK,
+    CallPolicy,
+    CostCapReached,
     GenerationResult,
     ModelClient,
     ModelSettings,
+    Price,
     Usage,
     extract_json_object,
     known_price,
+    load_price_table,
     price_usd,
 )
+from harness.ratelimit import RateLimits
 from harness.testing import FakeAnthropic, Reply, judge_responder
 
 FAST = ModelSettings(model="claude-haiku-4-5", max_retries=0, timeout_s=5.0)
@@ -353,3 +360,172 @@ def test_price_usd_arithmetic() -> None:
     assert not known_price("claude-imaginary-9")
     assert price_usd("claude-imaginary-9", million) == price_usd("claude-sonnet-4-5", million)
     assert price_usd("claude-opus-4-5", Usage()) == 0.0
+
+
+def test_price_usd_with_a_table_and_the_batch_discount() -> None:
+    table = {"claude-x": Price(2.0, 10.0, 2.5, 0.2)}
+    usage = Usage(1_000_000, 1_000_000, 1_000_000, 1_000_000)
+    assert price_usd("claude-x", usage, table=table) == pytest.approx(14.7)
+    assert price_usd("claude-x-20260101", usage, table=table, batch=True) == pytest.approx(7.35)
+    assert price_usd("claude-sonnet-4-5", usage, batch=True) == pytest.approx((3 + 15 + 3.75 + 0.30) / 2)
+    assert known_price("claude-x", table=table) and not known_price("claude-x")
+
+
+def test_load_price_table_overrides_and_adds(tmp_path: Path) -> None:
+    path = tmp_path / "prices.yaml"
+    path.write_text("claude-haiku-4-5: {output: 4}\nclaude-new-1: {input: 2, output: 8}\n")
+    table = load_price_table(path)
+    assert table["claude-haiku-4-5"] == Price(1.0, 4.0, 1.25, 0.10)  # unchanged fields inherited
+    assert table["claude-new-1"] == pytest.approx(Price(2.0, 8.0, 2.5, 0.2))  # cache prices by multiplier
+    assert table["claude-opus-4-5"] == PRICES_PER_MTOK["claude-opus-4-5"]
+
+    as_json = tmp_path / "prices.json"
+    as_json.write_text(json.dumps({"claude-new-2": {"input": 1, "output": 2, "cache_write": 0, "cache_read": 0}}))
+    assert load_price_table(as_json)["claude-new-2"] == Price(1.0, 2.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("claude-new-1: {input: 2}\n", "prices.yaml: claude-new-1.output: missing"),
+        ("claude-haiku-4-5: {output: cheap}\n", "prices.yaml: claude-haiku-4-5.output: 'cheap' is not a number"),
+        ("claude-haiku-4-5: {output: -1}\n", "prices.yaml: claude-haiku-4-5.output: -1 is negative"),
+        ("claude-haiku-4-5: {outptu: 1}\n", "prices.yaml: claude-haiku-4-5.outptu: unknown field"),
+        ("claude-haiku-4-5: 3\n", "prices.yaml: claude-haiku-4-5: must be a mapping"),
+        ("- a\n", "prices.yaml: a price table is a mapping"),
+        ("a: [\n", "prices.yaml: line"),
+    ],
+)
+def test_load_price_table_errors_name_file_and_field(tmp_path: Path, text: str, where: str) -> None:
+    path = tmp_path / "prices.yaml"
+    path.write_text(text)
+    with pytest.raises(HarnessConfigError) as info:
+        load_price_table(path)
+    assert str(info.value).startswith(str(tmp_path / where))
+
+
+# -- the call policy --------------------------------------------------------------------------------
+
+
+def test_calls_in_flight_never_exceed_the_bound(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.responder = lambda request: Reply.text("ok")
+    fake_anthropic.latency_s = 0.05
+    policy = CallPolicy(4)
+    clients = [ModelClient(replace(FAST, model=m), policy=policy) for m in ("claude-haiku-4-5", "claude-opus-4-5")]
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            clients[n % 2].complete(system="s", messages=[{"role": "user", "content": str(n)}])
+        except BaseException as err:  # pragma: no cover - shown by the assert below
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=10)
+
+    assert errors == []
+    assert fake_anthropic.calls == 12
+    assert fake_anthropic.peak_in_flight == 4  # 12 threads, bound 4: reached, never exceeded
+    stats = policy.stats.snapshot()
+    assert stats["peak_in_flight"] == 4 and stats["in_flight"] == 0 and stats["calls"] == 12
+
+
+def test_stats_count_tokens_cost_and_prompt_cache(fake_anthropic: FakeAnthropic) -> None:
+    policy = CallPolicy(2)
+    client = ModelClient(FAST, policy=policy)
+    fake_anthropic.queue(Reply.text("a"), Reply.text("b"))
+    first = client.complete(system="x", messages=[{"role": "user", "content": "1"}], cached_system_prefix="R" * 400)
+    second = client.complete(system="y", messages=[{"role": "user", "content": "2"}], cached_system_prefix="R" * 400)
+
+    assert first.cost_usd > 0 and not first.batched
+    assert first.cost_usd == pytest.approx(price_usd("claude-haiku-4-5", first.usage))
+    assert first.usage.cache_write_tokens == 100 and second.usage.cache_read_tokens == 100  # the fake's prompt cache
+    stats = policy.stats.snapshot()
+    assert stats["calls"] == 2 and stats["retries"] == 0 and stats["cache_hits"] == 0
+    assert stats["input_tokens"] == first.usage.input_tokens + second.usage.input_tokens
+    assert stats["output_tokens"] == first.usage.output_tokens + second.usage.output_tokens
+    assert stats["cache_write_tokens"] == 100 and stats["cache_read_tokens"] == 100
+    assert stats["cost_usd"] == pytest.approx(first.cost_usd + second.cost_usd)
+
+
+def test_generation_result_carries_cost(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.queue(Reply.tool({"overallScore": 2}), Reply.tool(valid_output()))
+    result = generate(ModelClient(FAST))
+    assert result.success and result.attempts == 2 and result.cache_hits == 0
+    assert result.cost_usd == pytest.approx(price_usd("claude-haiku-4-5", result.usage))
+
+
+def test_sdk_retries_are_counted_and_max_retries_reaches_the_sdk(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.queue(
+        Reply.error(529, retry_after=0.01),
+        Reply.error(500, retry_after=0.01),
+        Reply.error(429, retry_after=0.01),
+        Reply.text("finally"),
+    )
+    policy = CallPolicy()
+    reply = ModelClient(replace(FAST, max_retries=3), policy=policy).complete(
+        system="s", messages=[{"role": "user", "content": "hi"}]
+    )
+    assert reply.text == "finally"
+    assert [h["x-stainless-retry-count"] for h in fake_anthropic.request_headers] == ["0", "1", "2", "3"]
+    stats = policy.stats.snapshot()
+    assert stats["calls"] == 4 and stats["retries"] == 3 and stats["failures"] == 0
+
+
+def test_failed_retry_call_carries_the_first_calls_usage(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.queue(
+        Reply.tool({"overallScore": "bad"}, usage={"input_tokens": 70, "output_tokens": 9}),
+        Reply.error(503),
+    )
+    policy = CallPolicy()
+    with pytest.raises(ModelCallError) as info:
+        generate(ModelClient(FAST, policy=policy))
+    assert info.value.exit_code == ExitCode.UNAVAILABLE
+    assert info.value.usage == Usage(input_tokens=70, output_tokens=9)
+    assert policy.stats.snapshot()["failures"] == 1
+
+
+def test_first_call_failure_has_no_usage(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.queue(Reply.error(503))
+    with pytest.raises(ModelCallError) as info:
+        generate(ModelClient(FAST))
+    assert info.value.usage is None
+
+
+def test_cost_cap_stops_new_calls(fake_anthropic: FakeAnthropic) -> None:
+    usage = {"input_tokens": 1_000_000, "output_tokens": 0}  # $1 on Haiku
+    fake_anthropic.queue(Reply.text("a", usage=usage), Reply.text("b", usage=usage))
+    client = ModelClient(FAST, policy=CallPolicy(max_cost_usd=0.5))
+    client.complete(system="s", messages=[{"role": "user", "content": "1"}])
+    with pytest.raises(CostCapReached) as info:
+        client.complete(system="s", messages=[{"role": "user", "content": "2"}])
+    assert info.value.exit_code == ExitCode.QUOTA_EXCEEDED and "cost cap of $0.5" in str(info.value)
+    assert fake_anthropic.calls == 1
+
+
+def test_build_policy_from_option_values(tmp_path: Path) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("claude-haiku-4-5: {input: 9}\n")
+    policy = CallPolicy.build(
+        concurrency=7,
+        cache_mode="refresh",
+        work_dir=tmp_path / "WORK",
+        requests_per_minute=50,
+        output_tokens_per_minute=8000,
+        processes=2,
+        batch=True,
+        price_file=prices,
+    )
+    assert policy.max_in_flight == 7 and policy.cache_mode == "refresh"
+    assert policy.cache is not None and policy.cache.path == tmp_path / "WORK" / "cache.db"
+    assert not policy.cache.path.exists()  # opened on first use only
+    assert policy.limiter is not None and policy.limiter.limits == RateLimits(25, None, 4000)  # a worker's share
+    assert policy.batcher is not None and policy.prices["claude-haiku-4-5"].input == 9
+    plain = CallPolicy.build(concurrency=3)
+    assert plain.cache is None and plain.limiter is None and plain.batcher is None
+    assert CallPolicy.build(cache_mode="off", work_dir=tmp_path).cache is None
+    with pytest.raises(ValueError, match="unknown cache mode"):
+        CallPolicy(cache_mode="sometimes")

@@ -13,6 +13,18 @@ It is a real HTTP server (``http.server.ThreadingHTTPServer`` in a daemon thread
 Replies come from the queue first (in order), then from ``responder(request_json)``. With neither, the
 server answers 400 ``invalid_request_error`` saying so (the SDK does not retry a 400).
 
+Message Batches are served too (``POST /v1/messages/batches``, ``GET /v1/messages/batches/{id}``,
+``GET /v1/messages/batches/{id}/results`` as JSONL, ``POST /v1/messages/batches/{id}/cancel``). Each
+request of a batch is answered when the batch is created, in request order, by the same queue and
+responder as direct calls: a 200 reply becomes a ``succeeded`` result, an error reply an ``errored``
+one, :meth:`Reply.expired` an ``expired`` one. The batch reports ``in_progress`` until
+``batch_processing_s`` has passed (and at least once), then ``ended``; results come back in reverse
+order, so clients must match them by ``custom_id``. Batched requests are recorded in
+:attr:`FakeAnthropic.batch_requests`, not in :attr:`FakeAnthropic.requests` / ``calls``.
+
+"In flight" counts a direct request from its arrival until its answer starts being written, so a
+client that bounds its own concurrency never sees the server count more than its bound.
+
 Usage: a reply without explicit ``usage`` gets token counts estimated from the request (4 characters a
 token) and a simulated prompt cache: the system blocks up to a ``cache_control`` block are a cache
 write the first time the server sees them and a cache read afterwards.
@@ -62,6 +74,7 @@ class Reply:
     headers: Mapping[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     body: bytes | None = None  # sent verbatim instead of a rendered Message / error
+    batch_result: str | None = None  # "expired" or "canceled": a batch result with no answer
 
     @classmethod
     def text(
@@ -128,6 +141,17 @@ class Reply:
         return dataclasses.replace(reply, delay_s=reply.delay_s + seconds)
 
     @classmethod
+    def expired(cls) -> Reply:
+        """In a Message Batch: the request expired before it was processed (a direct call gets a 400)."""
+        return cls(
+            status=400,
+            error_type="invalid_request_error",
+            error_message="FakeAnthropic: Reply.expired() only answers a request inside a Message Batch",
+            stop_reason=None,
+            batch_result="expired",
+        )
+
+    @classmethod
     def raw(cls, status: int, body: str | bytes, headers: Mapping[str, str] | None = None) -> Reply:
         """Any status and body, e.g. a malformed answer."""
         data = body.encode() if isinstance(body, str) else body
@@ -153,7 +177,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.fake._handle(self)
 
     def do_GET(self) -> None:  # noqa: N802
-        self.server.fake._send_reply(self, Reply.error(404, message=f"{self.path} not found"), {}, "")
+        self.server.fake._handle_get(self)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         pass
@@ -162,9 +186,12 @@ class _Handler(BaseHTTPRequestHandler):
 class FakeAnthropic:
     """The fake server; a context manager that starts on enter and stops on exit."""
 
-    def __init__(self, *, responder: Responder | None = None, latency_s: float = 0.0) -> None:
+    def __init__(
+        self, *, responder: Responder | None = None, latency_s: float = 0.0, batch_processing_s: float = 0.0
+    ) -> None:
         self.responder: Responder | None = responder
         self.latency_s: float = latency_s
+        self.batch_processing_s: float = batch_processing_s
         self._lock = threading.Lock()
         self._queue: collections.deque[Reply] = collections.deque()
         self._requests: list[dict[str, Any]] = []
@@ -176,6 +203,8 @@ class FakeAnthropic:
         self._peak = 0
         self._cache: set[str] = set()
         self._ids = itertools.count(1)
+        self._batches: dict[str, _Batch] = {}
+        self._batch_requests: list[dict[str, Any]] = []
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -236,6 +265,8 @@ class FakeAnthropic:
             self._calls = 0
             self._peak = self._in_flight
             self._cache.clear()
+            self._batches.clear()
+            self._batch_requests.clear()
 
     # -- what happened -------------------------------------------------------------------------------
 
@@ -280,6 +311,21 @@ class FakeAnthropic:
             return self._peak
 
     @property
+    def batch_requests(self) -> list[dict[str, Any]]:
+        """The ``params`` of every request received inside a Message Batch (a copy, in order)."""
+        with self._lock:
+            return list(self._batch_requests)
+
+    @property
+    def batches(self) -> list[dict[str, Any]]:
+        """Each batch created: ``id``, ``custom_ids``, ``polls`` (retrieve calls), ``status``."""
+        with self._lock:
+            return [
+                {"id": b.id, "custom_ids": [c for c, _ in b.results], "polls": b.polls, "status": b.status}
+                for b in self._batches.values()
+            ]
+
+    @property
     def pending(self) -> int:
         """Queued replies not used yet."""
         with self._lock:
@@ -291,6 +337,9 @@ class FakeAnthropic:
         path = urlsplit(handler.path).path.rstrip("/")
         length = int(handler.headers.get("content-length") or 0)
         body = handler.rfile.read(length) if length else b""
+        if path.startswith("/v1/messages/batches"):
+            self._handle_batches(handler, "POST", path, body)
+            return
         if path != "/v1/messages":
             self._send_reply(handler, Reply.error(404, message=f"{path} not found (fake serves /v1/messages)"), {}, "")
             return
@@ -320,10 +369,137 @@ class FakeAnthropic:
             wait = latency + reply.delay_s
             if wait > 0 and self._stopping.wait(wait):
                 return  # the server is stopping; the client sees the connection drop
-            self._send_reply(handler, reply, request, f"{next(self._ids):012x}")
         finally:
-            with self._lock:
+            with self._lock:  # before the answer is written: the client cannot have it yet
                 self._in_flight -= 1
+        self._send_reply(handler, reply, request, f"{next(self._ids):012x}")
+
+    # -- Message Batches -----------------------------------------------------------------------------
+
+    def _handle_get(self, handler: _Handler) -> None:
+        path = urlsplit(handler.path).path.rstrip("/")
+        if path.startswith("/v1/messages/batches/"):
+            self._handle_batches(handler, "GET", path, b"")
+            return
+        self._send_reply(handler, Reply.error(404, message=f"{path} not found"), {}, "")
+
+    def _handle_batches(self, handler: _Handler, method: str, path: str, body: bytes) -> None:
+        parts = path.split("/")[4:]  # after /v1/messages/batches
+        if method == "POST" and not parts:
+            self._create_batch(handler, body)
+            return
+        batch_id = parts[0] if parts else ""
+        with self._lock:
+            batch = self._batches.get(batch_id)
+        if batch is None:
+            self._send_reply(handler, Reply.error(404, message=f"no message batch {batch_id!r}"), {}, "")
+            return
+        action = parts[1] if len(parts) > 1 else ""
+        if method == "GET" and not action:
+            with self._lock:
+                batch.polls += 1
+            self._send_json(handler, 200, self._batch_object(batch))
+        elif method == "GET" and action == "results":
+            if self._batch_object(batch)["processing_status"] != "ended":
+                self._send_reply(handler, Reply.error(400, message=f"batch {batch_id} has not ended"), {}, "")
+                return
+            lines = [json.dumps({"custom_id": cid, "result": result}) for cid, result in reversed(batch.results)]
+            payload = ("\n".join(lines) + "\n").encode()
+            self._send_raw(handler, 200, payload, "application/binary")
+        elif method == "POST" and action == "cancel":
+            with self._lock:
+                if batch.status != "ended":
+                    batch.canceled = True
+            self._send_json(handler, 200, self._batch_object(batch))
+        else:
+            self._send_reply(handler, Reply.error(404, message=f"{path} not found"), {}, "")
+
+    def _create_batch(self, handler: _Handler, body: bytes) -> None:
+        try:
+            data = json.loads(body or b"null")
+            requests = data["requests"]
+            if not isinstance(requests, list) or not requests:
+                raise ValueError("requests must be a non-empty list")
+            entries = [(str(r["custom_id"]), dict(r["params"])) for r in requests]
+        except (ValueError, KeyError, TypeError) as err:
+            with self._lock:
+                self._errors.append(f"bad batch body: {err!r}")
+            self._send_reply(handler, Reply.error(400, message=f"bad message batch: {err!r}"), {}, "")
+            return
+        batch = _Batch(id=f"msgbatch_fake_{next(self._ids):012x}", created=time.time())
+        for custom_id, params in entries:
+            with self._lock:
+                self._batch_requests.append(params)
+                reply = self._queue.popleft() if self._queue else None
+                responder = self.responder
+            if reply is None:
+                reply = self._respond(responder, params)
+            batch.results.append((custom_id, self._batch_result(reply, params)))
+        with self._lock:
+            self._batches[batch.id] = batch
+        self._send_json(handler, 200, self._batch_object(batch, created=True))
+
+    def _batch_result(self, reply: Reply, params: Mapping[str, Any]) -> dict[str, Any]:
+        if reply.batch_result:
+            return {"type": reply.batch_result}
+        uid = f"{next(self._ids):012x}"
+        if reply.status == 200 and reply.body is None:
+            return {"type": "succeeded", "message": self._message(reply, params, uid)}
+        return {
+            "type": "errored",
+            "error": {
+                "type": "error",
+                "error": {
+                    "type": reply.error_type or "api_error",
+                    "message": reply.error_message or f"fake answer with status {reply.status}",
+                },
+                "request_id": f"req_fake_{uid}",
+            },
+        }
+
+    def _batch_object(self, batch: _Batch, *, created: bool = False) -> dict[str, Any]:
+        ended = not created and (batch.canceled or time.time() >= batch.created + self.batch_processing_s)
+        counts = dict.fromkeys(("processing", "succeeded", "errored", "canceled", "expired"), 0)
+        if ended:
+            for _, result in batch.results:
+                kind = "canceled" if batch.canceled and result["type"] == "succeeded" else result["type"]
+                counts[kind] += 1
+            with self._lock:
+                batch.status = "ended"
+                if batch.canceled:  # what was not answered when cancel came is canceled
+                    batch.results = [
+                        (c, r if r["type"] != "succeeded" else {"type": "canceled"}) for c, r in batch.results
+                    ]
+        else:
+            counts["processing"] = len(batch.results)
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(batch.created))
+        return {
+            "id": batch.id,
+            "type": "message_batch",
+            "processing_status": "ended" if ended else "in_progress",
+            "request_counts": counts,
+            "created_at": stamp,
+            "expires_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(batch.created + 86400)),
+            "ended_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) if ended else None,
+            "archived_at": None,
+            "cancel_initiated_at": stamp if batch.canceled else None,
+            "results_url": f"{self.base_url}/v1/messages/batches/{batch.id}/results" if ended else None,
+        }
+
+    def _send_json(self, handler: _Handler, status: int, data: Any) -> None:
+        self._send_raw(handler, status, json.dumps(data).encode(), "application/json")
+
+    def _send_raw(self, handler: _Handler, status: int, payload: bytes, content_type: str) -> None:
+        try:
+            handler.send_response(status)
+            handler.send_header("content-type", content_type)
+            handler.send_header("request-id", f"req_fake_{next(self._ids):012x}")
+            handler.send_header("content-length", str(len(payload)))
+            handler.end_headers()
+            handler.wfile.write(payload)
+            handler.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, OSError):
+            pass
 
     def _respond(self, responder: Responder | None, request: dict[str, Any]) -> Reply:
         if responder is None:
@@ -404,6 +580,16 @@ class FakeAnthropic:
             "cache_creation_input_tokens": write,
             "cache_read_input_tokens": read,
         }
+
+
+@dataclass
+class _Batch:
+    id: str
+    created: float
+    results: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    polls: int = 0
+    status: str = "in_progress"
+    canceled: bool = False
 
 
 def _forced_tool_name(request: Mapping[str, Any]) -> str | None:
