@@ -54,11 +54,20 @@ class HarnessConfigError(HarnessError):
         self.field = field
         self.problem = problem
         self.fix = fix
-        where = f"{self.path}: {field}" if field else self.path
-        text = f"{where}: {problem}"
-        if fix:
-            text += f" (fix: {fix})"
-        super().__init__(text)
+        super().__init__(self.message())
+
+    def message(self, root: Path | str | None = None) -> str:
+        """The one-line error; with ``root``, the file is named relative to it (as users wrote it)."""
+        path = self.path
+        if root is not None:
+            prefix = str(root).rstrip("/") + "/"
+            if path.startswith(prefix):
+                path = path[len(prefix):]
+        where = f"{path}: {self.field}" if self.field else path
+        text = f"{where}: {self.problem}"
+        if self.fix:
+            text += f" (fix: {self.fix})"
+        return text
 
 
 class ModelCallError(HarnessError):

@@ -507,6 +507,20 @@ class CallPolicy:
 # The client
 
 
+_PRELOAD_LOCK = threading.Lock()
+_preloading: threading.Thread | None = None
+
+
+def preload_sdk() -> None:
+    """Start importing the SDK (about 1.5 s) on a background thread, so that it overlaps collection
+    instead of delaying the first model call. Safe to call many times."""
+    global _preloading
+    with _PRELOAD_LOCK:
+        if _preloading is None:
+            _preloading = threading.Thread(target=lambda: __import__("anthropic"), name="harness-sdk-import")
+            _preloading.start()
+
+
 def _one_line(text: object, limit: int = 300) -> str:
     flat = " ".join(str(text).split()).rstrip(".")
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."

@@ -77,7 +77,7 @@ class RubricFile(pytest.File):
         try:
             return load_rubric_once(hs, self.path)
         except HarnessConfigError as exc:
-            raise self.CollectError(str(exc)) from None
+            raise self.CollectError(exc.message(self.config.rootpath)) from None
 
 
 class HarnessItem(pytest.Item):
@@ -187,7 +187,7 @@ class CaseFile(pytest.File):
             cases = load_cases(self.path, agents=suite.agents)
             prepared = {name: self._prepare(hs, suite.agents[name]) for name in dict.fromkeys(c.agent for c in cases)}
         except HarnessConfigError as exc:
-            raise self.CollectError(str(exc)) from None
+            raise self.CollectError(exc.message(self.config.rootpath)) from None
         for case in cases:
             agent = suite.agents[case.agent]
             rubric, runners = prepared[case.agent]

@@ -276,12 +276,6 @@ def _stop(config: pytest.Config, reason: str) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The run loop ended (done, -x, --maxfail or Ctrl-C): cancel queued cases, stop running ones."""
     _stop(session.config, "the session is stopping (-x, --maxfail or Ctrl-C)")
-    if session.config.stash.get(ACTIVE, False):
-        from harness.session import harness_session
-
-        hs = harness_session(session.config)
-        if hs._store is not None:
-            hs.store.flush_run_logs()
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
@@ -296,12 +290,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         return
     cycles = sorted({p.get("harness_cycle") for r in reports if (p := properties_of(r)).get("harness_cycle")})
     terminalreporter.write_sep("=", "harness summary")
-    where = ""
-    if config.stash.get(ACTIVE, False):
-        from harness.session import harness_session
-
-        where = f" - records in {harness_session(config).work_dir}"
-    terminalreporter.write_line(f"cycle {', '.join(cycles)}{where}")
+    terminalreporter.write_line(f"cycle {', '.join(cycles)} - records in {config.stash[SETTINGS]['work_dir']}")
     for line in summary_lines(tallies):
         terminalreporter.write_line(line)
 

@@ -9,13 +9,13 @@ serialised by a file lock, SQLite by its own locking.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
 import shutil
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -27,7 +27,7 @@ from harness.fileio import atomic_write_json, atomic_write_text, file_lock
 from harness.models import EvaluatorOutput, RunRecord
 
 DATABASE_NAME = "harness.db"
-RUN_LOG_FLUSH_S = 1.0
+RUN_LOG_TAIL = b"\n]\n"
 
 # Seed 000 section 1, verbatim: the columns, CHECK and indexes are a contract.
 AGENT_RUNS_SCHEMA = """
@@ -124,14 +124,13 @@ class RecordStore:
     def __init__(self, work_dir: Path, root: Path | None = None):
         self.work_dir = Path(work_dir)
         self.root = Path(root) if root is not None else self.work_dir.parent
+        self._root_text = str(self.root.resolve())
         self.runs_dir = self.work_dir / "runs"
         self.database = self.work_dir / DATABASE_NAME
         self._local = threading.local()
         self._schema_ready = False
         self._schema_lock = threading.Lock()
-        self._pending_log: dict[Path, list[dict[str, Any]]] = {}
-        self._log_lock = threading.Lock()
-        self._last_log_flush = 0.0
+
 
     # --- database --------------------------------------------------------------------------
 
@@ -164,7 +163,6 @@ class RecordStore:
         conn.execute("COMMIT")
 
     def close(self) -> None:
-        self.flush_run_logs()
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
@@ -233,10 +231,16 @@ class RecordStore:
         return path
 
     def write_final(self, where: RunLocation, attempt: int) -> Path:
-        """``final.md``: a copy of the passing attempt (seed: symlink or copy; a copy survives moves)."""
+        """``final.md``: the passing attempt (seed: symlink or copy). A hard link is a copy that costs
+        nothing (attempt files are never rewritten) and, unlike a symlink, survives moving the folder."""
         source = where.attempt_artifact(attempt)
         tmp = where.final.with_name(".final.md.tmp")
-        shutil.copyfile(source, tmp)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        try:
+            os.link(source, tmp)
+        except OSError:  # a filesystem without hard links
+            shutil.copyfile(source, tmp)
         os.replace(tmp, where.final)
         return where.final
 
@@ -267,43 +271,43 @@ class RecordStore:
 
     def display_path(self, path: Path) -> str:
         """How records name a file: relative to the project root, absolute when outside it."""
-        try:
-            return str(path.resolve().relative_to(self.root.resolve()))
-        except ValueError:
-            return str(path.resolve())
+        relative = os.path.relpath(path, self._root_text)
+        return str(path) if relative.startswith("..") else relative
 
     def run_log_path(self, cycle_id: str) -> Path:
         return self.runs_dir / cycle_id / "run-log.json"
 
     def append_run_log(self, path: Path, record: RunRecord) -> None:
-        """Queue the record for run-log.json, written at most every RUN_LOG_FLUSH_S and at the end.
+        """Append one RunRecord to the cycle's run-log.json, a JSON array with one record per line.
 
-        Rewriting the whole array after every attempt is quadratic in the cycle's size; the SQLite
-        row (committed before this) is the durable copy meanwhile.
+        The append is one ``pwrite`` that replaces the closing ``]`` with the new line and a new
+        ``]``: O(1) however long the cycle, and the file is the old array or the new one whatever
+        happens to the process. (Against a power cut the SQLite row is the durable copy.) A file
+        that is not in this layout is read whole and rewritten atomically; a malformed one is
+        reported and never overwritten.
         """
-        with self._log_lock:
-            self._pending_log.setdefault(path, []).append(record.model_dump(mode="json"))
-            due = time.monotonic() - self._last_log_flush >= RUN_LOG_FLUSH_S
-        if due:
-            self.flush_run_logs()
-
-    def flush_run_logs(self) -> None:
-        """Append every queued record to its run-log.json (atomic replace under a file lock)."""
-        with self._log_lock:
-            pending, self._pending_log = self._pending_log, {}
-            self._last_log_flush = time.monotonic()
-            for path, records in pending.items():
-                with file_lock(path.with_name(".run-log.lock")):
-                    entries = read_entries(path)
-                    entries.extend(records)
-                    # One record per line: readable, and json's C encoder (indent= is pure Python).
-                    lines = ",\n".join(json.dumps(e, ensure_ascii=False) for e in entries)
-                    atomic_write_text(path, f"[\n{lines}\n]\n" if entries else "[]\n")
+        line = json.dumps(record.model_dump(mode="json"), ensure_ascii=False).encode("utf-8")
+        with file_lock(path.with_name(".run-log.lock")):
+            try:
+                fd = os.open(path, os.O_RDWR)
+            except FileNotFoundError:
+                atomic_write_text(path, f"[\n{line.decode('utf-8')}\n]\n")
+                return
+            try:
+                size = os.fstat(fd).st_size
+                if size > len(RUN_LOG_TAIL) + 1 and os.pread(fd, len(RUN_LOG_TAIL), size - len(RUN_LOG_TAIL)) == RUN_LOG_TAIL:
+                    os.pwrite(fd, b",\n" + line + RUN_LOG_TAIL, size - len(RUN_LOG_TAIL))
+                    return
+            finally:
+                os.close(fd)
+            entries = read_entries(path)  # raises, naming the file and line, when it is malformed
+            entries.append(json.loads(line))
+            body = ",\n".join(json.dumps(e, ensure_ascii=False) for e in entries)
+            atomic_write_text(path, f"[\n{body}\n]\n")
 
     # --- reading ---------------------------------------------------------------------------
 
     def read_run_log(self, cycle_id: str) -> list[RunRecord]:
-        self.flush_run_logs()
         return [RunRecord.model_validate(e) for e in read_entries(self.run_log_path(cycle_id))]
 
     def rows(self, sql: str = "SELECT * FROM agent_runs ORDER BY id", params: tuple = ()) -> list[dict[str, Any]]:

@@ -14,7 +14,8 @@ from test_tracking_support import two_cycles
 
 from harness.tracking.cli import main
 from harness.tracking.compare import DimensionDrop, Regression
-from harness.tracking.report import CSP, append_step_summary, render_html, render_markdown
+from harness.tracking.markdown import append_step_summary, render_markdown
+from harness.tracking.report import CSP, render_html
 from harness.tracking.results import ItemResult, results_from_records
 
 

@@ -113,7 +113,8 @@ def plot_command(args: argparse.Namespace) -> int:
 
 def report_command(args: argparse.Namespace) -> int:
     from harness.tracking.frames import cycle_ids
-    from harness.tracking.report import render_html, render_markdown, write_html, write_markdown
+    from harness.tracking.markdown import render_markdown, write_markdown
+    from harness.tracking.report import render_html, write_html
     from harness.tracking.results import results_from_records
 
     known = cycle_ids(args.work_dir)

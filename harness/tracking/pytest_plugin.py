@@ -244,7 +244,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     results = sorted(state.results, key=ItemResult.sort_key)
     baseline = state.baseline.cycle_id if state.baseline else None
     outputs = []
-    if results or state.markdown:
+    if state.markdown or (results and os.environ.get("GITHUB_STEP_SUMMARY")):
         outputs.append(("Markdown summary", lambda: _write_markdown(state, results, baseline)))
     if state.html:
         outputs.append(("HTML report", lambda: _write_html(state, results, baseline)))
@@ -258,7 +258,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def _write_markdown(state: TrackingState, results: list[ItemResult], baseline: str | None) -> None:
-    from harness.tracking.report import append_step_summary, render_markdown, write_markdown
+    from harness.tracking.markdown import append_step_summary, render_markdown, write_markdown
 
     text = render_markdown(results, baseline=baseline)
     if state.markdown:

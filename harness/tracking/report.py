@@ -11,7 +11,6 @@ import base64
 import datetime as dt
 import difflib
 import html
-import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,92 +19,11 @@ import pandas as pd
 
 from harness.fileio import atomic_write_text
 from harness.tracking.frames import attempts_frame, items_frame
+from harness.tracking.markdown import _score, _status, summary_counts
 from harness.tracking.plots import plot_dimensions, plot_scores, plot_trajectories
 from harness.tracking.results import ItemResult
 
 ARTIFACT_LIMIT = 200_000  # characters of one artifact shown in the HTML report
-REASON_LIMIT = 90
-
-STATUS_ICON = {"passed": "✅", "failed": "❌", "escalated": "⚠️", "indeterminate": "❔", "error": "💥",
-               "validation_failed": "🧩", "running": "⏳"}
-
-
-# --- Markdown ----------------------------------------------------------------------------------
-
-
-def _cell(text: str, limit: int = REASON_LIMIT) -> str:
-    text = " ".join(str(text).split())
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return text.replace("|", "\\|")
-
-
-def _score(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
-def _status(result: ItemResult) -> str:
-    if result.regression is not None and result.failed and result.outcome == "passed":
-        return "❌ regressed"
-    if result.failed and result.outcome == "passed":
-        return "❌ failed"
-    return f"{STATUS_ICON.get(result.outcome, '')} {result.outcome}".strip()
-
-
-def summary_counts(results: Sequence[ItemResult]) -> str:
-    failed = sum(r.failed for r in results)
-    passed = sum((not r.failed) and r.outcome == "passed" for r in results)
-    other = len(results) - failed - passed
-    parts = [f"**{failed} failed**" if failed else "0 failed", f"{passed} passed"]
-    if other:
-        parts.append(f"{other} not passed (escalated or indeterminate)")
-    attempts = sum(r.attempts for r in results)
-    cost = sum(r.cost_usd for r in results)
-    return f"{', '.join(parts)} · {attempts} attempts · ${cost:.4f}"
-
-
-def render_markdown(results: Sequence[ItemResult], *, title: str = "pytest-rubric",
-                    baseline: str | None = None) -> str:
-    """Failed items first, each with its worst dimensions; then the regressions against the baseline."""
-    results = sorted(results, key=ItemResult.sort_key)
-    cycles = sorted({r.cycle for r in results if r.cycle})
-    heading = f"## {title}" + (f" · cycle {', '.join(cycles)}" if cycles else "")
-    lines = [heading, "", summary_counts(results) + (f" · baseline {baseline}" if baseline else ""), ""]
-    if not results:
-        return "\n".join([heading, "", "No harness items ran.", ""])
-    lines += ["| status | item | score | threshold | attempts | cost | worst dimensions |",
-              "|---|---|---:|---:|---:|---:|---|"]
-    for r in results:
-        worst = "; ".join(f"**{name}** {score:.2f}: {_cell(reason, 70)}" for name, score, reason in
-                          r.worst_dimensions()) if (r.failed or r.outcome != "passed") else ""
-        lines.append(f"| {_status(r)} | `{_cell(r.name, 80)}` | {_score(r.score)} | {_score(r.threshold)} | "
-                     f"{r.attempts} | ${r.cost_usd:.4f} | {worst} |")
-    regressions = [r for r in results if r.regression is not None]
-    if regressions:
-        lines += ["", f"### Regressions against {baseline or 'the baseline'}", "",
-                  "| item | before | after | change | dimensions that dropped |", "|---|---:|---:|---:|---|"]
-        for r in regressions:
-            reg = r.regression
-            change = f"{reg.after - reg.before:+.3f}" if reg.before is not None and reg.after is not None else "–"
-            dims = "; ".join(f"{d.dimension} {d.before:.3f} → {d.after:.3f}" for d in reg.dimensions)
-            lines.append(f"| `{_cell(r.name, 80)}` | {_score(reg.before, 3)} | {_score(reg.after, 3)} | {change} | "
-                         f"{dims} |")
-    return "\n".join(lines) + "\n"
-
-
-def write_markdown(path: Path, text: str) -> Path:
-    return _write_shared(Path(path), text)
-
-
-def append_step_summary(text: str, environ: dict[str, str] | None = None) -> Path | None:
-    """Append to ``$GITHUB_STEP_SUMMARY`` when it is set (GitHub Actions appends each step's part)."""
-    target = (environ if environ is not None else os.environ).get("GITHUB_STEP_SUMMARY")
-    if not target:
-        return None
-    with open(target, "a", encoding="utf-8") as handle:
-        handle.write(text if text.endswith("\n") else text + "\n")
-    return Path(target)
-
 
 # --- HTML --------------------------------------------------------------------------------------
 
@@ -331,9 +249,5 @@ def render_html(work_dir: Path, cycles: list[str], results: Sequence[ItemResult]
 
 
 def write_html(path: Path, text: str) -> Path:
-    return _write_shared(Path(path), text)
-
-
-def _write_shared(path: Path, text: str) -> Path:
-    atomic_write_text(path, text)  # readable by others: fileio sets the record mode
-    return path
+    atomic_write_text(Path(path), text)
+    return Path(path)
