@@ -98,6 +98,7 @@ class ModelReply:
     model: str
     stop_reason: str | None
     tool_use_id: str | None = None
+    tool_name: str | None = None  # the name of the tool the first tool_use block called
     cached: bool = False
     batched: bool = False
     cost_usd: float = 0.0
@@ -880,6 +881,7 @@ def _reply_to_cache(reply: ModelReply) -> dict[str, Any]:
         "model": reply.model,
         "stop_reason": reply.stop_reason,
         "tool_use_id": reply.tool_use_id,
+        "tool_name": reply.tool_name,
     }
 
 
@@ -897,6 +899,7 @@ def _reply_from_cache(entry: Mapping[str, Any] | None) -> ModelReply | None:
             model=str(entry["model"]),
             stop_reason=entry.get("stop_reason"),
             tool_use_id=entry.get("tool_use_id"),
+            tool_name=entry.get("tool_name"),
             cached=True,
         )
     except (KeyError, TypeError, ValueError, AttributeError):
@@ -907,6 +910,7 @@ def _reply_from_message(message: Any, requested_model: str) -> ModelReply:
     texts: list[str] = []
     tool_input: dict[str, Any] | None = None
     tool_use_id: str | None = None
+    tool_name: str | None = None
     for block in message.content or []:
         kind = getattr(block, "type", None)
         if kind == "text":
@@ -915,6 +919,7 @@ def _reply_from_message(message: Any, requested_model: str) -> ModelReply:
             raw_input = block.input
             tool_input = dict(raw_input) if isinstance(raw_input, Mapping) else {"_": raw_input}
             tool_use_id = block.id
+            tool_name = getattr(block, "name", None)
     u = message.usage
     usage = Usage(
         input_tokens=int(getattr(u, "input_tokens", 0) or 0),
@@ -929,6 +934,7 @@ def _reply_from_message(message: Any, requested_model: str) -> ModelReply:
         model=str(message.model or requested_model),
         stop_reason=message.stop_reason,
         tool_use_id=tool_use_id,
+        tool_name=tool_name,
     )
 
 

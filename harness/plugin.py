@@ -293,6 +293,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     terminalreporter.write_line(f"cycle {', '.join(cycles)} - records in {config.stash[SETTINGS]['work_dir']}")
     for line in summary_lines(tallies):
         terminalreporter.write_line(line)
+    if config.stash.get(ACTIVE, False):
+        from harness.session import harness_session
+
+        hs = harness_session(config)
+        if hs.stop.reason and "cost cap" in hs.stop.reason:
+            terminalreporter.write_line(f"stopped starting new work: {hs.stop.reason}", yellow=True)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

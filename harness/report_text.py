@@ -99,15 +99,25 @@ def tally(results: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, RubricTall
     return dict(sorted(tallies.items()))
 
 
+def _row(name: str, t: RubricTally) -> tuple[str, ...]:
+    rate = f"{t.passed / t.scored:.0%}" if t.scored else "-"
+    mean = f"{sum(t.scores) / len(t.scores):.3f}" if t.scores else "-"
+    attempts = f"{sum(t.attempts) / len(t.attempts):.1f}" if t.attempts else "-"
+    return (name, str(t.items), str(t.passed), rate, mean, attempts, f"{t.input_tokens}/{t.output_tokens}",
+            f"${t.cost_usd:.4f}")
+
+
 def summary_lines(tallies: dict[str, RubricTally]) -> list[str]:
     header = ("rubric", "items", "passed", "pass rate", "mean score", "mean attempts", "tokens in/out", "cost")
-    rows = []
-    for name, t in tallies.items():
-        rate = f"{t.passed / t.scored:.0%}" if t.scored else "-"
-        mean = f"{sum(t.scores) / len(t.scores):.3f}" if t.scores else "-"
-        attempts = f"{sum(t.attempts) / len(t.attempts):.1f}" if t.attempts else "-"
-        rows.append((name, str(t.items), str(t.passed), rate, mean, attempts,
-                     f"{t.input_tokens}/{t.output_tokens}", f"${t.cost_usd:.4f}"))
+    rows = [_row(name, t) for name, t in tallies.items()]
+    if len(tallies) > 1:
+        total = RubricTally()
+        for t in tallies.values():
+            for key in ("items", "passed", "scored", "input_tokens", "output_tokens", "cost_usd"):
+                setattr(total, key, getattr(total, key) + getattr(t, key))
+            total.scores += t.scores
+            total.attempts += t.attempts
+        rows.append(_row("total", total))
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths)))]
     lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))

@@ -151,7 +151,10 @@ class PromptRunner:
                    "Answer with the revised artifact only.")
             body = {k: request[k] for k in ("inputs", "artifact", "evaluation", "suggested_fixes")}
         message = f"{ask}\n\n```json\n{json.dumps(body, indent=2, default=str)}\n```"
-        reply = self.client.complete(system=self.prompt.text, messages=[{"role": "user", "content": message}])
+        # batch=False: --harness-batch sends the judges' requests as batches; producers and revisers
+        # answer directly, since the loop cannot go on without them.
+        reply = self.client.complete(system=self.prompt.text, messages=[{"role": "user", "content": message}],
+                                     batch=False)
         return RunnerOutput(text=reply.text, usage=reply.usage, model=reply.model, cost_usd=reply.cost_usd)
 
 

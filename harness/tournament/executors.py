@@ -1,0 +1,238 @@
+"""The three kinds of executor, each confined to its own git worktree:
+
+* ``diff``: a plan carrying a unified diff is applied with ``git apply``;
+* ``model``: a model edits files through tools that cannot leave the worktree; every command it
+  proposes passes the :class:`~harness.tournament.safety.SafetyGuard` blocklist first;
+* ``command``: the goal's ``executor_command`` (e.g. a coding agent CLI) runs in the worktree with the
+  plan's JSON file at ``{plan}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.tournament.agents import ZERO_COST, CostMeter, ModelAccess, goal_summary
+from harness.tournament.benchmark import SealedPaths, _clean_env
+from harness.tournament.gitops import GitError, GitRepo
+from harness.tournament.goal import Goal
+from harness.tournament.safety import SafetyGuard
+from harness.tournament.store import append_log
+
+_MAX_READ = 40_000
+_MAX_OUTPUT = 8_000
+
+
+@dataclass
+class ChangeOutcome:
+    """What an executor did to its worktree; ``category`` is a failure analysis category when not ``ok``."""
+
+    kind: str
+    ok: bool
+    detail: str = ""
+    category: str | None = None
+    cost: dict[str, Any] = field(default_factory=lambda: dict(ZERO_COST))
+    blocked_commands: list[str] = field(default_factory=list)
+
+
+def executor_kind(plan: dict[str, Any], goal: Goal) -> str:
+    if plan.get("diff"):
+        return "diff"
+    if goal.agents.executor_command:
+        return "command"
+    return "model"
+
+
+def make_change(kind: str, *, repo: GitRepo, goal: Goal, plan: dict[str, Any], worktree: Path, log: Path,
+                access: ModelAccess | None, cancel: threading.Event, plan_file: Path) -> ChangeOutcome:
+    if kind == "diff":
+        try:
+            repo.apply_diff(worktree, plan["diff"])
+        except GitError as exc:
+            return ChangeOutcome("diff", False, str(exc), "scope_error")
+        return ChangeOutcome("diff", True, "applied the plan's diff with git apply")
+    if kind == "command":
+        return _run_command_executor(goal, worktree, log, cancel, plan_file)
+    if access is None or not access.available:
+        reason = access.skip_reason if access else "no model access"
+        return ChangeOutcome("model", False, f"the plan has no diff and the model-driven executor was skipped "
+                                             f"({reason}); add a diff or an executor_command", "infrastructure")
+    return ModelExecutor(goal, plan, worktree, log, access, cancel).run()
+
+
+def _run_command_executor(goal: Goal, worktree: Path, log: Path, cancel: threading.Event,
+                          plan_file: Path) -> ChangeOutcome:
+    command = goal.agents.executor_command or ""
+    argv = [a.replace("{plan}", str(plan_file)).replace("{worktree}", str(worktree)).replace("{python}", sys.executable)
+            for a in shlex.split(command)]
+    env = _clean_env(worktree)
+    env["HARNESS_PLAN_FILE"] = str(plan_file)
+    try:
+        proc = subprocess.Popen(argv, cwd=worktree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)
+    except OSError as exc:
+        return ChangeOutcome("command", False, f"cannot start executor_command {argv[0]!r}: {exc}", "infrastructure")
+    try:
+        out, _ = proc.communicate(timeout=goal.agents.executor_timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        append_log(log, out or "")
+        return ChangeOutcome("command", False, f"executor_command ran longer than "
+                                               f"{goal.agents.executor_timeout_s:g} s", "timeout")
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    append_log(log, f"$ {command}\n{out or ''}")
+    if proc.returncode != 0:
+        tail = (out or "").strip().splitlines()[-1:] or ["no output"]
+        return ChangeOutcome("command", False, f"executor_command exited {proc.returncode}: {tail[0][:300]}",
+                             "infrastructure")
+    return ChangeOutcome("command", True, "executor_command finished")
+
+
+class ModelExecutor:
+    """A model that carries out one plan with file tools confined to the worktree."""
+
+    TOOLS = [
+        {"name": "list_files", "description": "List files under a folder of the worktree (default: the root).",
+         "input_schema": {"type": "object", "properties": {"folder": {"type": "string"}}}},
+        {"name": "read_file", "description": "Read a text file of the worktree.",
+         "input_schema": {"type": "object", "required": ["path"], "properties": {"path": {"type": "string"}}}},
+        {"name": "write_file", "description": "Create or overwrite a text file of the worktree.",
+         "input_schema": {"type": "object", "required": ["path", "content"],
+                          "properties": {"path": {"type": "string"}, "content": {"type": "string"}}}},
+        {"name": "replace_in_file", "description": "Replace one exact occurrence of `old` with `new` in a file.",
+         "input_schema": {"type": "object", "required": ["path", "old", "new"],
+                          "properties": {"path": {"type": "string"}, "old": {"type": "string"},
+                                         "new": {"type": "string"}}}},
+        {"name": "run_command", "description": "Run a shell command in the worktree (checked by a safety "
+                                               "blocklist; 120 s limit). Use it to run tests.",
+         "input_schema": {"type": "object", "required": ["command"], "properties": {"command": {"type": "string"}}}},
+        {"name": "finish", "description": "Say you are done, with a one-line summary of the change.",
+         "input_schema": {"type": "object", "required": ["summary"], "properties": {"summary": {"type": "string"}}}},
+    ]
+
+    def __init__(self, goal: Goal, plan: dict[str, Any], worktree: Path, log: Path, access: ModelAccess,
+                 cancel: threading.Event):
+        self.goal, self.plan, self.worktree, self.log = goal, plan, worktree.resolve(), log
+        self.access, self.cancel = access, cancel
+        self.guard = SafetyGuard(self.worktree)
+        self.sealed = SealedPaths(goal.sealed_paths)
+        self.meter = CostMeter()
+        self.blocked: list[str] = []
+
+    def run(self) -> ChangeOutcome:
+        shown = {k: v for k, v in self.plan.items() if k not in ("cost", "critic_review", "architect_review", "diff")}
+        messages: list[dict[str, Any]] = [{"role": "user", "content": (
+            f"{goal_summary(self.goal)}\n\nCarry out this plan exactly, in the repository worktree you have tools "
+            f"for, then call finish.\n\nPlan:\n{json.dumps(shown, indent=1)}")}]
+        system = ("You are an executor in a self-improvement tournament. Edit files only through your tools; paths "
+                  "are relative to the repository root. Never change sealed paths. Keep the change to the plan.")
+        try:
+            for step in range(1, self.goal.agents.executor_max_steps + 1):
+                if self.cancel.is_set():
+                    raise KeyboardInterrupt
+                reply = self.access.client.complete(
+                    system=system, messages=messages, tools=self.TOOLS,
+                    tool_choice={"type": "auto", "disable_parallel_tool_use": True})
+                self.meter.add(reply.usage, self.access.model)
+                if reply.tool_input is None or not reply.tool_use_id:
+                    append_log(self.log, f"[model] {reply.text}")
+                    return self._outcome(True, f"the model stopped after {step} step(s): {reply.text[:200]}")
+                name = self._tool_name(reply)
+                if name == "finish":
+                    summary = str(reply.tool_input.get("summary", ""))
+                    append_log(self.log, f"[finish] {summary}")
+                    return self._outcome(True, summary or "finished")
+                result, is_error = self.call_tool(name, reply.tool_input)
+                append_log(self.log, f"[{name}] {json.dumps(reply.tool_input)[:500]}\n-> {result[:1000]}")
+                assistant: list[dict[str, Any]] = []
+                if reply.text:
+                    assistant.append({"type": "text", "text": reply.text})
+                assistant.append({"type": "tool_use", "id": reply.tool_use_id, "name": name, "input": reply.tool_input})
+                messages.append({"role": "assistant", "content": assistant})
+                messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": reply.tool_use_id,
+                                                              "content": result, "is_error": is_error}]})
+        except HarnessError as exc:
+            return self._outcome(False, f"model call failed: {exc}", "infrastructure")
+        return self._outcome(True, f"stopped after {self.goal.agents.executor_max_steps} steps")
+
+    def _tool_name(self, reply: Any) -> str:
+        named = getattr(reply, "tool_name", None)
+        if named:
+            return str(named)
+        inp = reply.tool_input or {}
+        for tool in self.TOOLS:  # the reply does not carry the name: infer it from the input's keys
+            required = set(tool["input_schema"].get("required", []))
+            if required and required <= set(inp) and set(inp) <= set(tool["input_schema"]["properties"]):
+                return str(tool["name"])
+        return "list_files"
+
+    def _outcome(self, ok: bool, detail: str, category: str | None = None) -> ChangeOutcome:
+        return ChangeOutcome("model", ok, detail, category, self.meter.cost, self.blocked)
+
+    def _path(self, raw: str | None, *, write: bool = False) -> Path:
+        rel = (raw or ".").strip()
+        target = (self.worktree / rel).resolve()
+        try:
+            inside = target.relative_to(self.worktree)
+        except ValueError:
+            raise PermissionError(f"{rel}: outside the worktree") from None
+        if inside.parts[:1] == (".git",):
+            raise PermissionError(f"{rel}: git internals are off limits")
+        if write and self.sealed.match(inside.as_posix()):
+            raise PermissionError(f"{rel}: a sealed path (the benchmark); it may not change")
+        return target
+
+    def call_tool(self, name: str, args: dict[str, Any]) -> tuple[str, bool]:
+        try:
+            if name == "list_files":
+                folder = self._path(args.get("folder"))
+                files = sorted(str(p.relative_to(self.worktree)) for p in folder.rglob("*")
+                               if p.is_file() and ".git" not in p.relative_to(self.worktree).parts)
+                return "\n".join(files[:500]) or "(empty)", False
+            if name == "read_file":
+                return self._path(args["path"]).read_text(encoding="utf-8")[:_MAX_READ], False
+            if name == "write_file":
+                target = self._path(args["path"], write=True)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(str(args["content"]), encoding="utf-8")
+                return f"wrote {args['path']}", False
+            if name == "replace_in_file":
+                target = self._path(args["path"], write=True)
+                text = target.read_text(encoding="utf-8")
+                if text.count(args["old"]) != 1:
+                    return f"`old` occurs {text.count(args['old'])} times in {args['path']}; it must occur once", True
+                target.write_text(text.replace(args["old"], args["new"], 1), encoding="utf-8")
+                return f"edited {args['path']}", False
+            if name == "run_command":
+                return self._run(str(args["command"]))
+        except PermissionError as exc:
+            return f"refused: {exc}", True
+        except (OSError, UnicodeDecodeError, KeyError) as exc:
+            return f"error: {exc}", True
+        return f"unknown tool {name}", True
+
+    def _run(self, command: str) -> tuple[str, bool]:
+        verdict = self.guard.check(command)
+        if not verdict.safe:
+            self.blocked.append(command)
+            return f"blocked by SafetyGuard: {verdict.reason()}", True
+        try:
+            proc = subprocess.run(["/bin/sh", "-c", command], cwd=self.worktree, env=_clean_env(self.worktree),
+                                  capture_output=True, text=True, timeout=120, start_new_session=True)
+        except subprocess.TimeoutExpired:
+            return "the command ran longer than 120 s and was stopped", True
+        out = (proc.stdout + proc.stderr)[-_MAX_OUTPUT:]
+        return f"exit {proc.returncode}\n{out}", proc.returncode != 0

@@ -1,0 +1,451 @@
+"""goals/<slug>/goal.md to a typed, frozen :class:`Goal`; every mistake names the file, line and field.
+
+The format (docs/tournament.md has the full reference)::
+
+    # Make the prime counter faster
+    ## Objective
+    free text
+    ## Metric
+    - name: runtime_ms
+    - direction: minimize
+    ## Benchmark
+    - command: {python} goals/demo/bench/benchmark.py
+    - timeout: 60
+    - parse: json              (json: the last JSON object line; regex: score_regex)
+    ## Sealed paths
+    - goals/demo/bench/**
+    ## Phases                  (seed 001 section 12)
+    | Phase | Focus | Sub-Score Targets | Status |
+    ## Approach families       (custom tags, | Tag | Description |)
+    ## Agents                  planners, executors, architect_review, executor_command, model ...
+    ## Stop conditions         max_iterations, target_score, plateau_window, circuit_breaker
+    ## Acceptance              noise_runs, candidate_runs, confirm_pairs, min_effect, significance, alpha ...
+    ## Critic                  family_streak
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from harness.errors import HarnessConfigError
+from harness.tournament.schemas import default_families, errors_for
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Metric(_Frozen):
+    name: str
+    direction: Literal["maximize", "minimize"]
+
+    def better(self, a: float, b: float) -> float:
+        """How much ``a`` is better than ``b`` (positive: better) in the metric's direction."""
+        return a - b if self.direction == "maximize" else b - a
+
+
+class BenchmarkSpec(_Frozen):
+    command: str
+    timeout_s: float = 300.0
+    parse: Literal["json", "regex"] = "json"
+    score_key: str = "score"
+    sub_scores_key: str = "sub_scores"
+    score_regex: str | None = None
+    sub_score_regexes: tuple[tuple[str, str], ...] = ()
+
+
+class PhaseTarget(_Frozen):
+    sub_score: str
+    op: Literal[">=", "<=", ">", "<", "=="]
+    value: float
+
+    def met(self, sub_scores: dict[str, float]) -> bool:
+        got = sub_scores.get(self.sub_score)
+        if got is None:
+            return False
+        return {">=": got >= self.value, "<=": got <= self.value, ">": got > self.value,
+                "<": got < self.value, "==": got == self.value}[self.op]
+
+    def __str__(self) -> str:
+        return f"{self.sub_score} {self.op} {self.value:g}"
+
+
+class Phase(_Frozen):
+    phase: str
+    focus: str
+    targets: tuple[PhaseTarget, ...]
+    status: Literal["active", "pending", "completed"]
+
+    def unmet(self, sub_scores: dict[str, float]) -> list[PhaseTarget]:
+        return [t for t in self.targets if not t.met(sub_scores)]
+
+
+class AgentsSpec(_Frozen):
+    planners: int = 2
+    executors: int = 3
+    architect_review: bool = True
+    executor_command: str | None = None
+    executor_max_steps: int = 25
+    executor_timeout_s: float = 600.0
+    model: str | None = None
+    temperature: float = 0.7
+    max_tokens: int = 4096
+
+
+class StopConditions(_Frozen):
+    max_iterations: int = 20
+    target_score: float | None = None
+    plateau_window: int = 3
+    circuit_breaker: int = 3
+
+
+class AcceptanceSpec(_Frozen):
+    noise_runs: int = 5
+    candidate_runs: int = 1
+    confirm_pairs: int = 5
+    min_effect: float = 2.0
+    significance: Literal["mann_whitney", "bootstrap"] = "mann_whitney"
+    alpha: float = 0.05
+    post_merge_runs: int = 3
+    regression_tolerance: float = 0.10
+    gate_tolerance: float = 0.10
+
+
+class Goal(_Frozen):
+    path: Path
+    slug: str
+    title: str
+    objective: str
+    metric: Metric
+    benchmark: BenchmarkSpec
+    sealed_paths: tuple[str, ...]
+    phases: tuple[Phase, ...] = ()
+    families: tuple[tuple[str, str], ...] = ()
+    custom_families: tuple[str, ...] = ()
+    agents: AgentsSpec = AgentsSpec()
+    stop: StopConditions = StopConditions()
+    acceptance: AcceptanceSpec = AcceptanceSpec()
+    family_streak: int = 3
+
+    @property
+    def goal_dir(self) -> Path:
+        return self.path.parent
+
+    @property
+    def family_tags(self) -> list[str]:
+        return [tag for tag, _ in self.families]
+
+    def phase(self, name: str | None) -> Phase | None:
+        """The phase called ``name``, else the one marked active in goal.md."""
+        for p in self.phases:
+            if p.phase == name:
+                return p
+        return next((p for p in self.phases if p.status == "active"), None)
+
+    def next_phase(self, name: str) -> Phase | None:
+        names = [p.phase for p in self.phases]
+        if name in names and names.index(name) + 1 < len(names):
+            return self.phases[names.index(name) + 1]
+        return None
+
+
+# ---------------------------------------------------------------------------------------------- parsing
+
+_SECTION_ALIASES = {
+    "objective": "objective", "metric": "metric", "benchmark": "benchmark",
+    "sealed paths": "sealed", "sealed": "sealed", "phases": "phases",
+    "approach families": "families", "families": "families", "agents": "agents",
+    "stop conditions": "stop", "acceptance": "acceptance", "critic": "critic",
+    "notes": "notes", "context": "notes",
+}
+_KEYS: dict[str, dict[str, str]] = {
+    # section -> key -> kind
+    "metric": {"name": "str", "direction": "direction"},
+    "benchmark": {"command": "str", "timeout": "pos_float", "parse": "parse", "score_key": "str",
+                  "sub_scores_key": "str", "score_regex": "regex"},
+    "agents": {"planners": "nonneg_int", "executors": "pos_int", "architect_review": "bool",
+               "executor_command": "str", "executor_max_steps": "pos_int", "executor_timeout": "pos_float",
+               "model": "str", "temperature": "nonneg_float", "max_tokens": "pos_int"},
+    "stop": {"max_iterations": "pos_int", "target_score": "float", "plateau_window": "pos_int",
+             "circuit_breaker": "pos_int"},
+    "acceptance": {"noise_runs": "runs", "candidate_runs": "pos_int", "confirm_pairs": "runs",
+                   "min_effect": "nonneg_float", "significance": "significance", "alpha": "alpha",
+                   "post_merge_runs": "pos_int", "regression_tolerance": "nonneg_float",
+                   "gate_tolerance": "nonneg_float"},
+    "critic": {"family_streak": "pos_int"},
+}
+_FIELD_NAMES = {"timeout": "timeout_s", "executor_timeout": "executor_timeout_s"}
+_SECTION_FIELD = {"stop": "stop_conditions"}
+_BULLET = re.compile(r"^\s*[-*]\s+(?P<key>[A-Za-z_][\w.]*)\s*:\s*(?P<value>.*?)\s*$")
+_TARGET = re.compile(r"^\s*(?P<name>[A-Za-z_][\w.-]*)\s*(?P<op>>=|<=|==|>|<)\s*(?P<value>[-+0-9.eE]+)\s*$")
+SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+FAMILY = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def _strip(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "`'\"":
+        value = value[1:-1]
+    return value
+
+
+class _Parser:
+    def __init__(self, path: Path, text: str):
+        self.path = path
+        self.lines = text.splitlines()
+
+    def fail(self, line: int | None, field: str | None, problem: str, fix: str | None = None) -> None:
+        where = f"{self.path}:{line}" if line else str(self.path)
+        raise HarnessConfigError(where, field, problem, fix)
+
+    def sections(self) -> tuple[str, dict[str, list[tuple[int, str]]]]:
+        title = ""
+        out: dict[str, list[tuple[int, str]]] = {}
+        current: str | None = None
+        in_fence = False
+        for number, line in enumerate(self.lines, 1):
+            if line.strip().startswith("```"):
+                in_fence = not in_fence
+            if not in_fence and line.startswith("# ") and not title:
+                title = line[2:].strip()
+                continue
+            if not in_fence and line.startswith("## "):
+                name = line[3:].strip().lower().rstrip(":")
+                if name not in _SECTION_ALIASES:
+                    known = ", ".join(sorted({k.title() for k in _SECTION_ALIASES}))
+                    self.fail(number, name, "unknown section", f"use one of: {known}")
+                current = _SECTION_ALIASES[name]
+                if current in out:
+                    self.fail(number, name, "section given twice")
+                out[current] = []
+                continue
+            if current is not None:
+                out[current].append((number, line))
+        return title, out
+
+    def bullets(self, section: str, lines: list[tuple[int, str]]) -> dict[str, tuple[int, str]]:
+        fields: dict[str, tuple[int, str]] = {}
+        for number, line in lines:
+            if not line.strip() or line.strip().startswith(("<!--", ">")):
+                continue
+            match = _BULLET.match(line)
+            if not match:
+                if line.lstrip().startswith(("-", "*")):
+                    self.fail(number, _SECTION_FIELD.get(section, section),
+                              f"cannot read {line.strip()!r}", "write '- key: value'")
+                continue  # prose between bullets is allowed
+            key = match["key"].lower()
+            allowed = _KEYS.get(section, {})
+            if key not in allowed and not (section == "benchmark" and key.startswith("sub_score_regex.")):
+                self.fail(number, f"{_SECTION_FIELD.get(section, section)}.{key}", "unknown field",
+                          f"known fields: {', '.join(sorted(allowed))}")
+            if key in fields:
+                self.fail(number, f"{_SECTION_FIELD.get(section, section)}.{key}", "given twice")
+            fields[key] = (number, _strip(match["value"]))
+        return fields
+
+    def convert(self, section: str, key: str, kind: str, line: int, raw: str) -> Any:
+        field = f"{_SECTION_FIELD.get(section, section)}.{key}"
+        def bad(expected: str) -> None:
+            self.fail(line, field, f"expected {expected}, got {raw!r}")
+        if raw == "":
+            bad("a value")
+        if kind in ("str",):
+            return raw
+        if kind == "direction":
+            if raw.lower() not in ("maximize", "minimize"):
+                bad("'maximize' or 'minimize'")
+            return raw.lower()
+        if kind == "parse":
+            if raw.lower() not in ("json", "regex"):
+                bad("'json' or 'regex'")
+            return raw.lower()
+        if kind == "significance":
+            value = raw.lower().replace("-", "_").replace(" ", "_")
+            if value not in ("mann_whitney", "bootstrap"):
+                bad("'mann_whitney' or 'bootstrap'")
+            return value
+        if kind == "bool":
+            if raw.lower() in ("on", "yes", "true", "1"):
+                return True
+            if raw.lower() in ("off", "no", "false", "0"):
+                return False
+            bad("on or off")
+        if kind == "regex":
+            try:
+                compiled = re.compile(raw)
+            except re.error as exc:
+                self.fail(line, field, f"invalid regular expression ({exc})")
+            if compiled.groups < 1:
+                self.fail(line, field, "the regex needs one capturing group around the number")
+            return raw
+        if kind.endswith("int") or kind == "runs":
+            try:
+                value = int(raw)
+            except ValueError:
+                bad("a whole number")
+            if kind == "pos_int" and value < 1 or kind == "nonneg_int" and value < 0:
+                bad("a positive whole number" if kind == "pos_int" else "0 or more")
+            if kind == "runs" and value < 2:
+                bad("at least 2 runs (the spread needs two samples)")
+            return value
+        try:
+            number = float(raw.rstrip("s") if kind == "pos_float" else raw)
+        except ValueError:
+            bad("a number")
+        if not math.isfinite(number):
+            bad("a finite number")
+        if kind == "pos_float" and number <= 0:
+            bad("a positive number")
+        if kind == "nonneg_float" and number < 0:
+            bad("0 or more")
+        if kind == "alpha" and not 0 < number < 1:
+            bad("a probability between 0 and 1")
+        return number
+
+    def table(self, section: str, lines: list[tuple[int, str]], columns: list[str]) -> list[tuple[int, list[str]]]:
+        rows = [(n, line.strip()) for n, line in lines if line.strip().startswith("|")]
+        if not rows:
+            return []
+        header_line, header = rows[0]
+        cells = [c.strip().lower().replace("-", " ") for c in header.strip("|").split("|")]
+        wanted = [c.lower().replace("-", " ") for c in columns]
+        if cells != wanted:
+            self.fail(header_line, section, f"table columns are {cells}, expected {wanted}",
+                      f"use the header | {' | '.join(columns)} |")
+        out = []
+        for number, row in rows[1:]:
+            values = [c.strip() for c in row.strip("|").split("|")]
+            if all(set(v) <= set("-: ") for v in values):
+                continue  # the |---|---| separator
+            if len(values) != len(columns):
+                self.fail(number, section, f"row has {len(values)} cells, expected {len(columns)}")
+            out.append((number, values))
+        return out
+
+
+def load_goal(path: Path | str) -> Goal:
+    """Parse ``goals/<slug>/goal.md``; raise :class:`HarnessConfigError` naming file, line and field."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise HarnessConfigError(path, None, "no such file", "create goals/<slug>/goal.md") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HarnessConfigError(path, None, f"cannot read ({exc})") from None
+    p = _Parser(path, text)
+    slug = path.resolve().parent.name
+    if not SLUG.match(slug):
+        p.fail(None, "slug", f"goal folder name {slug!r} is not a valid slug", "use letters, digits, _ . -")
+    title, sections = p.sections()
+    for required in ("objective", "metric", "benchmark", "sealed"):
+        if required not in sections:
+            heading = {"sealed": "Sealed paths"}.get(required, required.title())
+            p.fail(None, required if required != "sealed" else "sealed_paths", "missing section",
+                   f"add a '## {heading}' section")
+    data: dict[str, Any] = {"path": path, "slug": slug, "title": title or slug}
+
+    objective = "\n".join(line for _, line in sections["objective"]).strip()
+    if not objective:
+        p.fail(None, "objective", "is empty", "say in a sentence what the goal is")
+    data["objective"] = objective
+
+    def section_values(section: str, required: tuple[str, ...] = ()) -> dict[str, Any]:
+        fields = p.bullets(section, sections.get(section, []))
+        for key in required:
+            if key not in fields:
+                p.fail(None, f"{section}.{key}", "missing", f"add '- {key}: ...' under ## {section.title()}")
+        values: dict[str, Any] = {}
+        for key, (line, raw) in fields.items():
+            if key.startswith("sub_score_regex."):
+                values.setdefault("sub_score_regexes", []).append(
+                    (key.split(".", 1)[1], p.convert(section, key, "regex", line, raw)))
+                continue
+            values[_FIELD_NAMES.get(key, key)] = p.convert(section, key, _KEYS[section][key], line, raw)
+        return values
+
+    data["metric"] = Metric(**section_values("metric", ("name", "direction")))
+    bench = section_values("benchmark", ("command",))
+    if bench.get("parse") == "regex" and not bench.get("score_regex"):
+        p.fail(None, "benchmark.score_regex", "missing (parse: regex needs it)",
+               "add '- score_regex: `score=([0-9.]+)`'")
+    bench["sub_score_regexes"] = tuple(bench.get("sub_score_regexes", ()))
+    data["benchmark"] = BenchmarkSpec(**bench)
+
+    sealed = []
+    for number, line in sections["sealed"]:
+        stripped = line.strip()
+        if stripped.startswith(("-", "*")):
+            glob = _strip(stripped[1:].strip())
+            if not glob or glob.startswith("/") or ".." in Path(glob).parts:
+                p.fail(number, "sealed_paths", f"{glob!r} is not a path inside the repository",
+                       "use globs relative to the repository root, e.g. goals/<slug>/bench/**")
+            sealed.append(glob)
+    if not sealed:
+        p.fail(None, "sealed_paths", "no sealed path given", "list the benchmark's files as '- glob'")
+    data["sealed_paths"] = tuple(sealed)
+
+    families = dict(default_families())
+    custom = []
+    for number, (tag, description) in p.table("approach_families", sections.get("families", []),
+                                               ["Tag", "Description"]):
+        tag = _strip(tag)
+        if not FAMILY.match(tag):
+            p.fail(number, f"approach_families.{tag}", "a tag is lower case letters, digits and _")
+        if tag in families:
+            p.fail(number, f"approach_families.{tag}", "already a family", "pick another tag")
+        if not description:
+            p.fail(number, f"approach_families.{tag}", "needs a description")
+        families[tag] = description
+        custom.append(tag)
+    data["families"] = tuple(families.items())
+    data["custom_families"] = tuple(custom)
+
+    phases = []
+    for number, (name, focus, targets, status) in p.table(
+            "phases", sections.get("phases", []), ["Phase", "Focus", "Sub-Score Targets", "Status"]):
+        parsed = []
+        for part in re.split(r",|\band\b|;", targets):
+            if not part.strip() or part.strip() in ("-", "none"):
+                continue
+            match = _TARGET.match(part)
+            if not match:
+                p.fail(number, f"phases.{name}.sub_score_targets", f"cannot read {part.strip()!r}",
+                       "write targets like 'correct >= 1, runtime_ms <= 10'")
+            parsed.append(PhaseTarget(sub_score=match["name"], op=match["op"], value=float(match["value"])))
+        row = {"phase": name, "focus": focus, "status": status.lower(),
+               "sub_score_targets": [t.model_dump() for t in parsed]}
+        errors = errors_for("goal_phase", row)
+        if errors:
+            p.fail(number, f"phases.{name or '?'}", errors[0])
+        phases.append(Phase(phase=name, focus=focus, targets=tuple(parsed), status=status.lower()))
+    if phases:
+        active = [ph for ph in phases if ph.status == "active"]
+        if len(active) != 1:
+            p.fail(None, "phases", f"{len(active)} phases are active, expected exactly one",
+                   "mark one row's Status 'active'")
+        if len({ph.phase for ph in phases}) != len(phases):
+            p.fail(None, "phases", "two phases share a name")
+    data["phases"] = tuple(phases)
+
+    data["agents"] = AgentsSpec(**section_values("agents"))
+    data["stop"] = StopConditions(**section_values("stop"))
+    data["acceptance"] = AcceptanceSpec(**section_values("acceptance"))
+    critic = section_values("critic")
+    if "family_streak" in critic:
+        data["family_streak"] = critic["family_streak"]
+    return Goal(**data)
+
+
+def find_goal_file(target: Path | str) -> Path:
+    """``goals/<slug>`` or ``goals/<slug>/goal.md`` to the goal file's path."""
+    target = Path(target)
+    candidate = target / "goal.md" if target.is_dir() else target
+    if not candidate.is_file():
+        raise HarnessConfigError(target, None, "no goal.md here", "pass goals/<slug> or goals/<slug>/goal.md")
+    return candidate

@@ -1,0 +1,167 @@
+"""pytest nodes for goals: ``goals/<slug>/goal.md`` is a :class:`GoalFile` whose items are
+
+* ``valid``: the goal file, its ideas and its sealed paths make sense;
+* ``benchmark``: the sealed benchmark runs on the current checkout, meets the active phase's sub-score
+  targets and has not regressed below the baseline the tournament recorded;
+* ``improve``: with ``--harness-improve N``, N tournament iterations (``harness improve``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.tournament.benchmark import SealedPaths, benchmark_argv, run_benchmark
+from harness.tournament.gitops import GitRepo
+from harness.tournament.goal import Goal, load_goal
+from harness.tournament.ideas import list_ideas
+from harness.tournament.schemas import RecordInvalid
+from harness.tournament.store import Layout, read_json
+
+goal_key = pytest.StashKey[Goal]()
+
+
+class GoalCheckFailed(Exception):
+    """A goal item failed; the lines are the readable report."""
+
+    def __init__(self, lines: list[str]):
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def project_root(goal_file: Path) -> Path:
+    """goals/<slug>/goal.md -> the folder that holds goals/ (where benchmark commands run)."""
+    return goal_file.resolve().parent.parent.parent
+
+
+def records_root(goal_file: Path) -> Path:
+    """The repository root, where WORK/improve/<slug>/ lives (the project root outside git)."""
+    root = project_root(goal_file)
+    try:
+        return GitRepo.discover(root).root
+    except HarnessError:
+        return root
+
+
+class GoalFile(pytest.File):
+    """One goal.md; parsing happens here, so a broken file is a one-line collection error."""
+
+    def collect(self):  # type: ignore[no-untyped-def]
+        try:
+            goal = load_goal(self.path)
+        except HarnessError as exc:
+            raise self.CollectError(str(exc)) from None
+        self.stash[goal_key] = goal
+        yield GoalValidItem.from_parent(self, name="valid")
+        yield GoalBenchmarkItem.from_parent(self, name="benchmark")
+        if int(self.config.getoption("harness_improve", 0) or 0) > 0:
+            yield GoalImproveItem.from_parent(self, name="improve")
+
+
+class _GoalItem(pytest.Item):
+    @property
+    def goal(self) -> Goal:
+        assert self.parent is not None
+        return self.parent.stash[goal_key]
+
+    def repr_failure(self, excinfo, style=None):  # type: ignore[no-untyped-def,override]
+        if isinstance(excinfo.value, (GoalCheckFailed, HarnessError)):
+            return f"{self.path.parent.name} {self.name}: {excinfo.value}"
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, 0, f"goal {self.goal.slug}: {self.name}"
+
+
+class GoalValidItem(_GoalItem):
+    def runtest(self) -> None:
+        goal = self.goal
+        problems: list[str] = []
+        try:
+            list_ideas(goal.goal_dir)
+        except HarnessError as exc:
+            problems.append(str(exc))
+        root = project_root(self.path)
+        sealed = SealedPaths(goal.sealed_paths)
+        try:
+            repo = GitRepo.discover(root)
+            listed = repo.git("ls-files", "--cached", "--others", "--exclude-standard").stdout.splitlines()
+            prefix = root.relative_to(repo.root).as_posix()
+            files = [f[len(prefix) + 1:] if prefix != "." else f for f in listed
+                     if prefix == "." or f.startswith(prefix + "/")]
+        except HarnessError:
+            files = [p.relative_to(root).as_posix() for p in root.rglob("*")
+                     if p.is_file() and p.relative_to(root).parts[0] not in (".git", "WORK")]
+        for glob in goal.sealed_paths:
+            if not SealedPaths([glob]).filter(files):
+                problems.append(f"{self.path}: sealed_paths: {glob!r} matches no file")
+        if not sealed.filter(files):
+            problems.append(f"{self.path}: sealed_paths: nothing is sealed")
+        argv = benchmark_argv(goal.benchmark)
+        if argv and argv[0] != sys.executable and shutil.which(argv[0]) is None and not (root / argv[0]).exists():
+            problems.append(f"{self.path}: benchmark.command: {argv[0]!r} is not on PATH")
+        if problems:
+            raise GoalCheckFailed(problems)
+
+
+class GoalBenchmarkItem(_GoalItem):
+    def runtest(self) -> None:
+        goal = self.goal
+        root = project_root(self.path)
+        outcome = run_benchmark(goal.benchmark, root)
+        if not outcome.ok:
+            raise GoalCheckFailed([f"the sealed benchmark failed ({outcome.kind}): {outcome.detail}"])
+        assert outcome.score is not None
+        score, subs = outcome.score, outcome.sub_scores
+        self.user_properties += [("harness_goal", goal.slug), ("harness_goal_score", score),
+                                 ("harness_goal_metric", goal.metric.name)]
+        lines: list[str] = []
+        phase_name = self._current_phase(records_root(self.path))
+        phase = goal.phase(phase_name)
+        if phase is not None:
+            self.user_properties.append(("harness_goal_phase", phase.phase))
+            for target in phase.unmet(subs):
+                got = subs.get(target.sub_score)
+                lines.append(f"phase {phase.phase} ({phase.focus}): {target} not met "
+                             f"({target.sub_score} = {'missing' if got is None else f'{got:g}'})")
+        recorded = self._recorded_baseline(records_root(self.path))
+        if recorded is not None:
+            tolerance = max(goal.acceptance.min_effect * recorded["spread"],
+                            goal.acceptance.gate_tolerance * abs(recorded["score"]))
+            worse_by = -goal.metric.better(score, recorded["score"])
+            if worse_by > tolerance:
+                lines.append(f"{goal.metric.name} {score:g} regressed below the recorded baseline "
+                             f"{recorded['score']:g} (commit {recorded['commit'][:7]}): worse by {worse_by:.4g}, "
+                             f"tolerance {tolerance:.4g}")
+        if lines:
+            raise GoalCheckFailed(lines)
+
+    def _current_phase(self, root: Path) -> str | None:
+        try:
+            settings: dict[str, Any] = read_json(Layout(root, self.goal.slug).settings_file, "agent_settings")
+        except (FileNotFoundError, HarnessError):
+            return None
+        return settings.get("current_phase")
+
+    def _recorded_baseline(self, root: Path) -> dict[str, Any] | None:
+        try:
+            return read_json(Layout(root, self.goal.slug).baseline_file, "baseline")
+        except FileNotFoundError:
+            return None
+        except RecordInvalid as exc:
+            raise GoalCheckFailed([str(exc)]) from None
+
+
+class GoalImproveItem(_GoalItem):
+    def runtest(self) -> None:
+        from harness.tournament.loop import improve
+
+        iterations = int(self.config.getoption("harness_improve"))
+        summary = improve(self.path, iterations, echo=lambda line: print(line, flush=True))
+        self.user_properties += [("harness_goal", self.goal.slug),
+                                 ("harness_improve_statuses", ",".join(summary.statuses))]

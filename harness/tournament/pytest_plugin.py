@@ -1,0 +1,35 @@
+"""pytest hooks for goals (issue 5). The main plugin registers this module with
+``config.pluginmanager.import_plugin("harness.tournament.pytest_plugin")``; alone, use
+``-p harness.tournament.pytest_plugin``. Inert in a session that collects no goal.md."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+
+def _iterations(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of iterations, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more iterations, got {value}")
+    return value
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("harness")
+    group.addoption("--harness-improve", dest="harness_improve", metavar="N", type=_iterations, default=0,
+                    help="run N self-improvement tournament iterations for every collected goals/<slug>/goal.md "
+                         "(default: 0, only validate and gate on the goals)")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.name == "goal.md" and file_path.parent.parent.name == "goals":
+        from harness.tournament.nodes import GoalFile
+
+        return GoalFile.from_parent(parent, path=file_path)
+    return None

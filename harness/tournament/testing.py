@@ -1,0 +1,154 @@
+"""Helpers for tournament tests: real git repositories in a temporary folder.
+
+``goal_repo(tmp_path, ...)`` writes a tiny goal (``goals/synth``) whose sealed benchmark reads
+``VALUE`` from ``goals/synth/app/value.py`` and adds Gaussian noise of the given size; ideas are
+one-line diffs of that value. ``demo_repo(tmp_path)`` copies the shipped demo goal into a fresh repo.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+from typing import Any
+
+GITIGNORE = "WORK/\ntracking/*\n!tracking/README.md\n__pycache__/\n.pytest_cache/\n"
+
+SYNTH_BENCH = '''\
+"""Sealed benchmark of goals/synth: VALUE plus noise, a regression on merge commits when asked."""
+import json, os, random, subprocess, sys, time
+sys.path.insert(0, "goals/synth/app")
+import value
+
+time.sleep(float(os.environ.get("SYNTH_BENCH_SLEEP", "0")))  # tests slow it down to interrupt a run
+
+NOISE = {noise}
+REGRESS_ON_MERGE = {regress}
+counter = os.environ.get("SYNTH_NOISE_COUNTER")  # a file: the n-th run draws from Random(n), reproducibly
+if counter:
+    n = int(open(counter).read() or 0) if os.path.exists(counter) else 0
+    open(counter, "w").write(str(n + 1))
+    rng = random.Random(n)
+else:
+    rng = random.Random()
+score = value.VALUE + rng.gauss(0.0, NOISE) if NOISE else value.VALUE
+if REGRESS_ON_MERGE:
+    second_parent = subprocess.run(["git", "rev-parse", "--verify", "--quiet", "HEAD^2"], capture_output=True)
+    if second_parent.returncode == 0:
+        score -= 100.0
+print("benchmark of goals/synth")
+print(json.dumps({{"score": score, "sub_scores": {{"value": score, "ok": 1}}}}))
+'''
+
+
+def synth_goal_md(*, executors: int = 3, noise_runs: int = 3, confirm_pairs: int = 4, post_merge_runs: int = 1,
+                  min_effect: float = 2.0, significance: str = "mann_whitney", extra: str = "") -> str:
+    return textwrap.dedent(f"""\
+        # Raise the value
+
+        ## Objective
+        Raise VALUE in goals/synth/app/value.py.
+
+        ## Metric
+        - name: value
+        - direction: maximize
+
+        ## Benchmark
+        - command: {{python}} goals/synth/bench.py
+        - timeout: 20
+
+        ## Sealed paths
+        - goals/synth/bench.py
+        - goals/synth/goal.md
+
+        ## Phases
+        | Phase | Focus | Sub-Score Targets | Status |
+        |-------|-------|-------------------|--------|
+        | phase_1 | Works | ok >= 1 | active |
+        | phase_2 | High | value >= 15 | pending |
+
+        ## Agents
+        - planners: 0
+        - executors: {executors}
+
+        ## Acceptance
+        - noise_runs: {noise_runs}
+        - candidate_runs: 1
+        - confirm_pairs: {confirm_pairs}
+        - min_effect: {min_effect}
+        - significance: {significance}
+        - post_merge_runs: {post_merge_runs}
+        """) + extra
+
+
+def value_idea(name: str, family: str, old: float, new: float, *, hypothesis: str | None = None,
+               path: str = "goals/synth/app/value.py", body: str | None = None) -> str:
+    new_line = body if body is not None else f"VALUE = {new!r}"
+    return textwrap.dedent(f"""\
+        # {name}
+
+        - approach_family: {family}
+        - hypothesis: {hypothesis or f'Setting VALUE to {new} should raise the value because the benchmark reads it.'}
+
+        ## Diff
+        ```diff
+        --- a/{path}
+        +++ b/{path}
+        @@ -1 +1 @@
+        -VALUE = {old!r}
+        +{new_line}
+        ```
+        """)
+
+
+def git(root: Path, *args: str, check: bool = True) -> str:
+    proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr}")
+    return proc.stdout.strip()
+
+
+def init_repo(root: Path) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.email", "dev@example.com")
+    git(root, "config", "user.name", "Dev")
+    git(root, "config", "commit.gpgsign", "false")
+    (root / ".gitignore").write_text(GITIGNORE)
+
+
+def commit_all(root: Path, message: str = "init") -> str:
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+    return git(root, "rev-parse", "HEAD")
+
+
+def goal_repo(root: Path, *, ideas: dict[str, str], value: float = 10.0, noise: float = 0.0,
+              regress_on_merge: bool = False, goal_md: str | None = None) -> Path:
+    """A committed repository with goals/synth; returns the goal folder."""
+    init_repo(root)
+    goal = root / "goals" / "synth"
+    (goal / "app").mkdir(parents=True)
+    (goal / "app" / "value.py").write_text(f"VALUE = {value!r}\n")
+    (goal / "bench.py").write_text(SYNTH_BENCH.format(noise=noise, regress=regress_on_merge))
+    (goal / "goal.md").write_text(goal_md or synth_goal_md())
+    (goal / "ideas").mkdir()
+    for name, text in ideas.items():
+        (goal / "ideas" / name).write_text(text)
+    commit_all(root)
+    return goal
+
+
+def demo_repo(root: Path, source: Path) -> Path:
+    """A fresh repository holding a copy of the shipped demo goal ``source`` (goals/demo_primes)."""
+    init_repo(root)
+    shutil.copytree(source, root / "goals" / source.name,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    commit_all(root)
+    return root / "goals" / source.name
+
+
+def load(path: Path) -> Any:
+    return json.loads(path.read_text())

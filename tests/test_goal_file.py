@@ -1,0 +1,182 @@
+"""goal.md and ideas/*.md: parsing, one-line errors, and goals as pytest items."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.errors import HarnessConfigError
+from harness.tournament.goal import load_goal
+from harness.tournament.ideas import list_ideas, parse_idea
+from harness.tournament.testing import goal_repo, synth_goal_md, value_idea
+
+DEMO = Path(__file__).resolve().parent.parent / "goals" / "demo_primes"
+PLUGIN = ("-p", "harness.tournament.pytest_plugin", "-p", "no:cacheprovider")
+
+
+def test_the_demo_goal_parses() -> None:
+    goal = load_goal(DEMO / "goal.md")
+    assert goal.slug == "demo_primes"
+    assert (goal.metric.name, goal.metric.direction) == ("runtime_ms", "minimize")
+    assert goal.benchmark.command.startswith("{python} ")
+    assert goal.sealed_paths == ("goals/demo_primes/bench/**", "goals/demo_primes/goal.md")
+    assert [p.phase for p in goal.phases] == ["phase_1", "phase_2"]
+    assert goal.phase(None).phase == "phase_1"
+    assert str(goal.phases[1].targets[0]) == "runtime_ms <= 5"
+    assert goal.custom_families == ("micro_tuning",)
+    assert "optimization" in goal.family_tags
+    assert (goal.agents.planners, goal.agents.executors) == (2, 4)
+    assert goal.acceptance.significance == "mann_whitney"
+    ideas = list_ideas(DEMO)
+    assert [i.fields["approach_family"] for i in ideas] == [
+        "optimization", "micro_tuning", "testing", "architecture", "documentation"]
+    assert all(i.diff for i in ideas)
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ("## Metric\n", "## Metrik\n", "goal.md:6: metrik: unknown section (fix: use one of:"),
+    ("- direction: maximize", "- direction: up", "goal.md:8: metric.direction: expected 'maximize' or 'minimize'"),
+    ("- direction: maximize\n", "", "goal.md: metric.direction: missing"),
+    ("- timeout: 20", "- timeout: soon", "goal.md:12: benchmark.timeout: expected a number, got 'soon'"),
+    ("- timeout: 20", "- timeout: -1", "benchmark.timeout: expected a positive number"),
+    ("- timeout: 20", "- parse: regex", "benchmark.score_regex: missing (parse: regex needs it)"),
+    ("- timeout: 20", "- score_regex: `(unclosed`", "benchmark.score_regex: invalid regular expression"),
+    ("- timeout: 20", "- score_regex: `score=\\d+`", "needs one capturing group"),
+    ("- planners: 0", "- planerz: 0", "agents.planerz: unknown field"),
+    ("- executors: 3", "- executors: 0", "agents.executors: expected a positive whole number"),
+    ("- noise_runs: 3", "- noise_runs: 1", "acceptance.noise_runs: expected at least 2 runs"),
+    ("- significance: mann_whitney", "- significance: t-test", "acceptance.significance: expected 'mann_whitney'"),
+    ("| phase_2 | High | value >= 15 | pending |", "| phase_2 | High | value >= 15 | active |",
+     "phases: 2 phases are active, expected exactly one"),
+    ("| phase_1 | Works | ok >= 1 | active |", "| phase_1 | Works | ok is big | active |",
+     "phases.phase_1.sub_score_targets: cannot read 'ok is big'"),
+    ("| phase_1 | Works | ok >= 1 | active |", "| phase_1 | Works | ok >= 1 | done |", "phases.phase_1"),
+    ("- goals/synth/bench.py", "- /etc/passwd", "sealed_paths: '/etc/passwd' is not a path inside the repository"),
+    ("## Objective\nRaise VALUE in goals/synth/app/value.py.\n", "## Objective\n\n", "objective: is empty"),
+    ("## Sealed paths\n- goals/synth/bench.py\n- goals/synth/goal.md\n", "", "sealed_paths: missing section"),
+])
+def test_goal_mistakes_are_one_line_errors_naming_file_and_field(tmp_path: Path, old: str, new: str,
+                                                                  message: str) -> None:
+    text = synth_goal_md()
+    assert old in text
+    path = tmp_path / "goals" / "synth" / "goal.md"
+    path.parent.mkdir(parents=True)
+    path.write_text(text.replace(old, new))
+    with pytest.raises(HarnessConfigError) as info:
+        load_goal(path)
+    assert message in str(info.value)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_custom_families_must_be_new_tags(tmp_path: Path) -> None:
+    path = tmp_path / "goals" / "synth" / "goal.md"
+    path.parent.mkdir(parents=True)
+    path.write_text(synth_goal_md(extra="\n## Approach families\n| Tag | Description |\n|---|---|\n"
+                                        "| data | again |\n"))
+    with pytest.raises(HarnessConfigError, match=r"approach_families.data: already a family"):
+        load_goal(path)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("# t\n- hypothesis: h\n", "approach_family: missing"),
+    ("# t\n- approach_family: data\n- hypothesis: h\n- color: red\n", "color: unknown field"),
+    ("# t\n- approach_family: data\n- hypothesis: h\n## Diff\n```diff\n--- a/x\n", "the ```diff block is not closed"),
+    ("# t\n- approach_family: data\n- hypothesis: h\n## Diff\n```diff\nhello\n```\n", "not a unified diff"),
+    ("# t\n- approach_family: data\n- hypothesis: h\n## Steps\nchange things\n", "steps: cannot read"),
+    ("# t\n- approach_family: data\n- hypothesis: h\n## Plan\n", "plan: unknown section"),
+    ("# t\n- approach_family: data\n- hypothesis: h\n", "steps: an idea without a diff needs steps"),
+])
+def test_idea_mistakes_name_file_and_field(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "idea.md"
+    path.write_text(text)
+    with pytest.raises(HarnessConfigError, match=message):
+        parse_idea(path)
+
+
+def test_an_idea_becomes_a_plan_document() -> None:
+    idea = list_ideas(DEMO)[0]
+    plan = idea.to_plan(3, "runtime_ms")
+    assert plan["plan_id"] == "round_3_user_01_sieve" and plan["planner_id"] == "user_01_sieve"
+    assert plan["target_files"] == ["goals/demo_primes/program/primes.py"]
+    assert plan["steps"][0]["file"] == "goals/demo_primes/program/primes.py"
+    assert plan["history_reference"] == {"builds_on": "none", "avoids": "none"}
+
+
+# ---------------------------------------------------------------------------------------------- pytest items
+
+
+def _project(pytester: pytest.Pytester, **kwargs) -> Path:  # noqa: ANN003
+    return goal_repo(pytester.path, ideas={"a.md": value_idea("Up", "optimization", 10.0, 20.0)}, **kwargs)
+
+
+def test_a_goal_is_collected_as_items_that_pass(pytester: pytest.Pytester) -> None:
+    _project(pytester)
+    (pytester.path / "docs").mkdir()
+    (pytester.path / "docs" / "goal.md").write_text("# not a goal: its parent's parent is not goals/\n")
+    result = pytester.runpytest(*PLUGIN, "-v", "goals", "docs")
+    result.stdout.fnmatch_lines(["*goals/synth/goal.md::valid PASSED*", "*goals/synth/goal.md::benchmark PASSED*"])
+    result.assert_outcomes(passed=2)
+
+
+def test_a_broken_goal_is_a_one_line_collection_error(pytester: pytest.Pytester) -> None:
+    goal = _project(pytester)
+    (goal / "goal.md").write_text(synth_goal_md().replace("direction: maximize", "direction: sideways"))
+    result = pytester.runpytest(*PLUGIN, "goals")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*goals/synth/goal.md:8: metric.direction: expected 'maximize' or 'minimize', "
+                                 "got 'sideways'"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_unmet_phase_targets_and_a_broken_benchmark_fail(pytester: pytest.Pytester) -> None:
+    goal = _project(pytester, value=10.0)
+    settings = pytester.path / "WORK" / "improve" / "synth" / "agent-settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"goal_slug": "synth", "current_phase": "phase_2", "number_of_planners": 0,
+                                    "number_of_executors": 3}))
+    result = pytester.runpytest(*PLUGIN, "goals")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*synth benchmark: phase phase_2 (High): value >= 15 not met (value = 10)*"])
+    (goal / "app" / "value.py").write_text("VALUE = oops\n")
+    result = pytester.runpytest(*PLUGIN, "goals")
+    result.stdout.fnmatch_lines(["*the sealed benchmark failed (error): the benchmark exited 1: NameError*"])
+
+
+def test_a_regression_below_the_recorded_baseline_fails(pytester: pytest.Pytester) -> None:
+    _project(pytester)
+    baseline = pytester.path / "WORK" / "improve" / "synth" / "baseline.json"
+    baseline.parent.mkdir(parents=True)
+    baseline.write_text(json.dumps({"goal_slug": "synth", "commit": "abc1234def", "score": 30.0, "spread": 0.0,
+                                    "sub_scores": {}, "iteration": 2, "timestamp": "2025-01-01T00:00:00Z"}))
+    result = pytester.runpytest(*PLUGIN, "goals")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*value 10 regressed below the recorded baseline 30 (commit abc1234): "
+                                 "worse by 20, tolerance 3*"])
+
+
+def test_valid_item_checks_sealed_paths_and_ideas(pytester: pytest.Pytester) -> None:
+    goal = _project(pytester)
+    (goal / "goal.md").write_text(synth_goal_md().replace("- goals/synth/bench.py", "- goals/synth/missing/**"))
+    (goal / "ideas" / "b.md").write_text("# no fields\n")
+    result = pytester.runpytest(*PLUGIN, "goals")
+    result.stdout.fnmatch_lines(["*b.md: approach_family: missing*", "*sealed_paths: 'goals/synth/missing/**' "
+                                 "matches no file*"])
+
+
+def test_harness_improve_option_runs_the_tournament(pytester: pytest.Pytester) -> None:
+    _project(pytester)
+    result = pytester.runpytest(*PLUGIN, "goals", "--harness-improve", "1", "-v")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*goals/synth/goal.md::improve PASSED*"])
+    report = json.loads((pytester.path / "WORK/improve/synth/merge_reports/iteration_1.json").read_text())
+    assert report["status"] == "merged"
+    bad = pytester.runpytest(*PLUGIN, "goals", "--harness-improve", "lots")
+    bad.stderr.fnmatch_lines(["*--harness-improve: expected a whole number of iterations, got 'lots'*"])
+
+
+def test_goals_run_under_xdist(pytester: pytest.Pytester) -> None:
+    _project(pytester)
+    result = pytester.runpytest(*PLUGIN, "goals", "-n", "2")
+    result.assert_outcomes(passed=2)

@@ -1,0 +1,91 @@
+"""The model path against the fake Anthropic server: research brief, planner, architect, model-driven executor."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.testing.fake_anthropic import FakeAnthropic, Reply
+from harness.tournament.loop import improve
+from harness.tournament.testing import git, goal_repo, load, synth_goal_md, value_idea
+
+BRIEF = {"repo_analysis_summary": "VALUE is read by the benchmark.",
+         "ideas": [{"title": "Raise VALUE", "source": "goals/synth/app/value.py", "evidence": "bench reads it",
+                    "approach_family": "optimization", "confidence": "high", "estimated_impact": "+100%"}]}
+PLAN = {"hypothesis": "Raising VALUE to 25 should raise the value because the benchmark reports it.",
+        "approach_family": "optimization", "target_files": ["goals/synth/app/value.py"],
+        "steps": [{"step": 1, "file": "goals/synth/app/value.py", "change": "VALUE = 25.0"}],
+        "expected_outcome": {"metric": "value", "estimated_impact": "+15", "rationale": "read directly",
+                             "sub_score_expectations": {}},
+        "history_reference": {"builds_on": "none", "avoids": "none"}}
+
+
+def responder(request: dict[str, Any]) -> Reply:
+    tools = [t["name"] for t in request.get("tools", [])]
+    usage = {"input_tokens": 1000, "output_tokens": 200}
+    if "submit_research_brief" in tools:
+        return Reply.tool(BRIEF, usage=usage)
+    if "submit_plan" in tools:
+        return Reply.tool(PLAN, usage=usage)
+    if "submit_architect_review" in tools:
+        return Reply.tool({"verdict": "approve", "feedback": "small and focused", "structural_concerns": []},
+                          usage=usage)
+    step = len(request["messages"])  # the model-driven executor: one tool per turn
+    script = [
+        ("run_command", {"command": "rm -rf / --no-preserve-root"}),
+        ("read_file", {"path": "goals/synth/app/value.py"}),
+        ("write_file", {"path": "goals/synth/bench.py", "content": "print('{\"score\": 1e9}')"}),
+        ("replace_in_file", {"path": "goals/synth/app/value.py", "old": "VALUE = 10.0", "new": "VALUE = 25.0"}),
+        ("finish", {"summary": "VALUE is 25"}),
+    ]
+    name, args = script[min(step // 2, len(script) - 1)]
+    return Reply.tool(args, name=name, usage=usage)
+
+
+def test_the_model_path_end_to_end(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.responder = responder
+    md = synth_goal_md().replace("- planners: 0", "- planners: 1\n- architect_review: on\n- model: claude-haiku-4-5")
+    root = tmp_path / "r"
+    goal = goal_repo(root, ideas={}, goal_md=md)
+    lines: list[str] = []
+    summary = improve(goal, 1, echo=lines.append, plots=False)
+    assert summary.statuses == ["merged"], "\n".join(lines)
+    base = root / "WORK" / "improve" / "synth"
+
+    brief = load(base / "research" / "round_1.json")
+    assert brief["ideas"][0]["title"] == "Raise VALUE" and brief["cost"]["input_tokens"] == 1000
+    plan = load(base / "plan_archive" / "round_1" / "round_1_planner_a.json")
+    assert plan["critic_approved"] and plan["architect_review"]["verdict"] == "approve"
+    assert plan["cost"]["calls"] == 2 and plan["cost"]["cost_usd"] > 0  # planner + architect
+    result = load(base / "results" / "round_1" / "executor_1.json")
+    assert result["executor_kind"] == "model" and result["status"] == "success"
+    assert result["blocked_commands"] == ["rm -rf / --no-preserve-root"]
+    assert result["cost"]["calls"] == 5
+    assert (root / "goals/synth/app/value.py").read_text() == "VALUE = 25.0\n"
+    assert "1e9" not in (root / "goals/synth/bench.py").read_text()  # the sealed write was refused
+    history = load(base / "history" / "iteration_1.json")
+    assert history["research_brief_id"] == "round_1"
+    total = history["cost"]["total"]
+    assert total["calls"] == 8 and total["input_tokens"] == 8000
+    assert total["cost_usd"] == round(8000 * 1e-6 + 1600 * 5e-6, 6)
+    assert any("cost: 9600 tokens, $0.0160" in ln for ln in lines)
+    log = (base / "logs" / "round_1" / "executor_1.log").read_text()
+    assert "blocked by SafetyGuard" in log and "sealed path" in log
+    executor_calls = [r for r in fake_anthropic.requests if any(t["name"] == "write_file" for t in r.get("tools", []))]
+    assert "ANTHROPIC" not in json.dumps(executor_calls)
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_failing_model_does_not_fail_the_run(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.responder = lambda request: Reply.error(400, message="bad request")
+    md = synth_goal_md().replace("- planners: 0", "- planners: 2")
+    goal = goal_repo(tmp_path / "r", ideas={"a.md": value_idea("Up", "optimization", 10.0, 20.0)}, goal_md=md)
+    lines: list[str] = []
+    summary = improve(goal, 1, echo=lines.append, plots=False)
+    assert summary.statuses == ["merged"]
+    assert any(ln.startswith("  research brief: failed (") for ln in lines)
+    assert any(ln.startswith("  planner_a: failed (") for ln in lines)
+    state = load(tmp_path / "r/WORK/improve/synth/iteration_state.json")
+    assert state["research"]["status"] == "failed"
+    assert state["planning"]["plans"]["planner_b"]["status"] == "failed"
