@@ -108,6 +108,10 @@ def plot_command(args: argparse.Namespace) -> int:
         return ExitCode.NO_INPUT
     for path in written:
         print(path)
+    raw = args.raw_data or Path(args.tracking_dir) / "raw_data.json"
+    if not Path(raw).exists():
+        print(f"harness plot: no trajectory plot: {raw} does not exist yet; a tournament writes it "
+              "(harness improve goals/demo_primes --iterations 2)", file=sys.stderr)
     return ExitCode.SUCCESS
 
 

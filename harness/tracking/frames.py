@@ -98,7 +98,8 @@ def items_frame(attempts: pd.DataFrame) -> pd.DataFrame:
     for column in TOKEN_COLUMNS:
         items[column] = items.pop(f"{column}_total").astype(int)
     items["tokens"] = items[TOKEN_COLUMNS].sum(axis=1).astype(int)
-    items["passed"] = items["outcome"] == "passed"
+    # 1.0 passed, 0.0 failed or escalated, NaN when nobody could score it (left out of pass rates)
+    items["passed"] = items["outcome"].map({"passed": 1.0, "failed": 0.0, "escalated": 0.0})
     return items.reset_index()[columns].sort_values(keys).reset_index(drop=True)
 
 

@@ -18,7 +18,7 @@ def history_frame(work_dir: Path, *, agent: str | None = None, rubric: str | Non
     """One row per agent, rubric and cycle, oldest cycle first.
 
     ``score`` is the mean final score of the cycle's items (items nobody could score are left out),
-    ``pass_rate`` the share of items whose final attempt passed, ``attempts``, ``tokens`` (input,
+    ``pass_rate`` the share of scored items whose final attempt passed (NaN when none was scored), ``attempts``, ``tokens`` (input,
     output and cache) and ``cost_usd`` are totals over every attempt. ``since`` is a date
     (``2026-01-31``) or a cycle id; cycles from it on are kept.
     """
@@ -57,6 +57,6 @@ def format_history(frame: pd.DataFrame, fmt: str) -> str:
         return "no records yet\n"
     shown = frame.copy()
     shown["score"] = [("-" if pd.isna(v) else f"{v:.3f}") for v in shown["score"]]
-    shown["pass_rate"] = [f"{v:.0%}" for v in shown["pass_rate"]]
+    shown["pass_rate"] = [("-" if pd.isna(v) else f"{v:.0%}") for v in shown["pass_rate"]]
     shown["cost_usd"] = [f"${v:.4f}" for v in shown["cost_usd"]]
     return shown.to_string(index=False) + "\n"
