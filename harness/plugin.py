@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from harness.argtypes import choice, dollars, whole_number
+
 if TYPE_CHECKING:
     from harness.session import HarnessSession
 
@@ -29,33 +31,9 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
-def _indeterminate_policy(value: str) -> str:
-    if value not in ("skip", "fail"):
-        raise argparse.ArgumentTypeError(f"{value!r} is not skip or fail")
-    return value
-
-
-def _positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return number
-
-
-def _dollars(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an amount in USD such as 2.50") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"{value} must not be negative")
-    return number
-
-
 CACHE_MODES = ("auto", "off", "read", "write", "refresh")
+_positive = whole_number(1)
+_indeterminate = choice("skip", "fail")
 DEFAULT_CONCURRENCY = 16
 
 
@@ -75,10 +53,10 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
                     help="where attempts, run logs and the SQLite records go (default: ini harness_work_dir, "
                          "else WORK under the rootdir)")
     group.addoption("--harness-indeterminate", dest="harness_indeterminate", metavar="skip|fail", default=None,
-                    type=_indeterminate_policy,
+                    type=_indeterminate,
                     help="what an item nobody could score becomes: skip (default) or fail")
     group.addoption("--harness-concurrency", dest="harness_concurrency", metavar="N", default=None,
-                    type=_positive_int,
+                    type=_positive,
                     help=f"cases (and model calls) in flight at once (default: ini harness_concurrency, "
                          f"else {DEFAULT_CONCURRENCY})")
     group.addoption("--harness-cache", dest="harness_cache", metavar="MODE", default=None, choices=CACHE_MODES,
@@ -87,13 +65,13 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     group.addoption("--harness-batch", dest="harness_batch", action="store_true", default=None,
                     help="send the session's model requests through the Message Batches API (half price, "
                          "slower); default: ini harness_batch, else off")
-    group.addoption("--harness-max-cost", dest="harness_max_cost", metavar="USD", default=None, type=_dollars,
+    group.addoption("--harness-max-cost", dest="harness_max_cost", metavar="USD", default=None, type=dollars,
                     help="stop starting new work once the run has cost this much (default: no cap)")
     group.addoption("--harness-judge-samples", dest="harness_judge_samples", metavar="K", default=None,
-                    type=_positive_int,
+                    type=_positive,
                     help="score each artifact K times and use the mean; unstable verdicts are listed (default 1)")
     for flag, what in (("rpm", "requests"), ("itpm", "input tokens"), ("otpm", "output tokens")):
-        group.addoption(f"--harness-{flag}", dest=f"harness_{flag}", metavar="N", default=None, type=_positive_int,
+        group.addoption(f"--harness-{flag}", dest=f"harness_{flag}", metavar="N", default=None, type=_positive,
                         help=f"limit {what} per minute sent to the model API (default: ini harness_{flag}, "
                              "else no limit)")
         parser.addini(f"harness_{flag}", f"{what} per minute limit (default: none)", default="")
@@ -150,15 +128,6 @@ def _setting(config: pytest.Config, name: str, parse):
         raise pytest.UsageError(f"ini {name} = {raw!r}: {exc}") from None
 
 
-def _choice(*allowed: str):
-    def parse(value: str) -> str:
-        if value not in allowed:
-            raise argparse.ArgumentTypeError(f"use one of {', '.join(allowed)}")
-        return value
-
-    return parse
-
-
 def _settings(config: pytest.Config) -> dict:
     """Every harness option, from the command line or its ini twin; parsed once, in pytest_configure."""
     root = Path(config.rootpath)
@@ -166,13 +135,13 @@ def _settings(config: pytest.Config) -> dict:
     prices = config.getini("harness_prices")
     return dict(
         work_dir=(root / work).resolve(), rubrics_dir=_rubrics_dir(config).resolve(), import_root=root,
-        indeterminate=_setting(config, "harness_indeterminate", _indeterminate_policy),
-        concurrency=_setting(config, "harness_concurrency", _positive_int) or DEFAULT_CONCURRENCY,
-        judge_samples=_setting(config, "harness_judge_samples", _positive_int) or 1,
-        max_cost_usd=_setting(config, "harness_max_cost", _dollars),
-        cache_mode=_setting(config, "harness_cache", _choice(*CACHE_MODES)) or "auto",
+        indeterminate=_setting(config, "harness_indeterminate", _indeterminate),
+        concurrency=_setting(config, "harness_concurrency", _positive) or DEFAULT_CONCURRENCY,
+        judge_samples=_setting(config, "harness_judge_samples", _positive) or 1,
+        max_cost_usd=_setting(config, "harness_max_cost", dollars),
+        cache_mode=_setting(config, "harness_cache", choice(*CACHE_MODES)) or "auto",
         batch=bool(_setting(config, "harness_batch", bool)),
-        rate_limits={flag: _setting(config, f"harness_{flag}", _positive_int) for flag in ("rpm", "itpm", "otpm")},
+        rate_limits={flag: _setting(config, f"harness_{flag}", _positive) for flag in ("rpm", "itpm", "otpm")},
         prices_path=(root / prices) if prices else None,
         progress_interval_s=_setting(config, "harness_progress_interval", float) or 0.0,
     )

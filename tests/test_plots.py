@@ -14,7 +14,7 @@ from test_tracking_support import record_item, two_cycles
 from harness.errors import HarnessConfigError
 from harness.records import RecordStore
 from harness.tracking import plots
-from harness.tracking.cli import main
+from harness.cli import main
 from harness.tracking.frames import attempts_frame, items_frame
 from harness.tracking.rawdata import append_raw_data, read_raw_data
 

@@ -264,7 +264,7 @@ def test_the_other_files_still_collect_when_one_is_broken(project: Project) -> N
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (("--harness-indeterminate", "bogus"), "argument --harness-indeterminate: 'bogus' is not skip or fail"),
+    (("--harness-indeterminate", "bogus"), "argument --harness-indeterminate: 'bogus' is not one of skip, fail"),
     (("--rubric", "nope"), "--rubric nope: no such rubric (known: quality)"),
 ])
 def test_bad_option_is_a_usage_error(project: Project, args: tuple[str, ...], message: str) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from test_tracking_support import two_cycles
 
-from harness.tracking.cli import main
+from harness.cli import main
 from harness.tracking.compare import DimensionDrop, Regression
 from harness.tracking.markdown import append_step_summary, render_markdown
 from harness.tracking.report import CSP, render_html

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -70,7 +69,7 @@ def test_demo_from_a_fresh_clone(tmp_path: Path) -> None:
     root = tmp_path / "clone"
     demo_repo(root, DEMO)
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", INTERRUPT_ENV)}
-    proc = subprocess.run([sys.executable, "-m", "harness.tournament.cli", "improve", "goals/demo_primes",
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "improve", "goals/demo_primes",
                            "--iterations", "2"], cwd=root, env=env, capture_output=True, text=True, timeout=240)
     out = proc.stdout
     assert proc.returncode == 0, out + proc.stderr
@@ -190,7 +189,7 @@ def test_ctrl_c_leaves_no_worktrees_and_the_next_run_resumes(tmp_path: Path) -> 
     root = tmp_path / "r"
     goal_repo(root, ideas=_ideas())
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", INTERRUPT_ENV)}
-    cmd = [sys.executable, "-m", "harness.tournament.cli", "improve", "goals/synth", "--no-plots"]
+    cmd = [sys.executable, "-m", "harness.cli", "improve", "goals/synth", "--no-plots"]
     proc = subprocess.Popen(cmd, cwd=root, env={**env, "SYNTH_BENCH_SLEEP": "0.3"}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
@@ -328,13 +327,13 @@ def test_config_change_is_an_event(tmp_path: Path) -> None:
 
 
 def test_cli_reports_errors_in_one_line(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "harness.tournament.cli", "improve", str(tmp_path / "nope")],
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "improve", str(tmp_path / "nope")],
                           capture_output=True, text=True)
     assert proc.returncode == 78
     assert proc.stderr.strip().count("\n") == 0 and "no goal.md here" in proc.stderr
     goal = goal_repo(tmp_path / "r", ideas={})
     (goal / "goal.md").write_text(synth_goal_md().replace("direction: maximize", "direction: up"))
-    proc = subprocess.run([sys.executable, "-m", "harness.tournament.cli", "improve", str(goal)],
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "improve", str(goal)],
                           capture_output=True, text=True)
     assert proc.returncode == 78
     assert "goal.md:8: metric.direction: expected 'maximize' or 'minimize', got 'up'" in proc.stderr

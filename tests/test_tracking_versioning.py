@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.loading import load_rubric
-from harness.tracking.cli import main
+from harness.cli import main
 from harness.tracking.versioning import (
     Bump,
     RubricVersionTooLow,

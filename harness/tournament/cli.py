@@ -3,20 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Sequence
 
-from harness.errors import ExitCode, HarnessError
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected 1 or more, got {value}")
-    return value
+from harness.argtypes import whole_number
+from harness.errors import ExitCode
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -26,7 +15,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         description="Run N iterations of the self-improvement tournament for goals/<slug> on git branches "
                     "against its sealed benchmark. A stopped run resumes where it stopped.")
     parser.add_argument("goal", metavar="GOAL", help="goals/<slug> or goals/<slug>/goal.md")
-    parser.add_argument("--iterations", "-n", type=_positive, default=1, metavar="N",
+    parser.add_argument("--iterations", "-n", type=whole_number(1), default=1, metavar="N",
                         help="iterations to run (default: 1)")
     parser.add_argument("--no-plots", dest="plots", action="store_false",
                         help="do not plot trajectories at the end (default: plot when harness.tracking is there)")
@@ -41,21 +30,3 @@ def run_improve(args: argparse.Namespace) -> int:
         print(f"done: {len(summary.iterations)} iteration(s): "
               + ", ".join(f"{i}={s}" for i, s in zip(summary.iterations, summary.statuses)))
     return int(ExitCode.SUCCESS)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="harness")
-    register(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
-    args = parser.parse_args(argv)
-    try:
-        return int(args.handler(args))
-    except HarnessError as exc:
-        print(f"harness: {exc}", file=sys.stderr)
-        return int(exc.exit_code)
-    except KeyboardInterrupt:
-        print("harness: interrupted; run the same command again to resume", file=sys.stderr)
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -4,25 +4,16 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
 
-
-def _iterations(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of iterations, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 or more iterations, got {value}")
-    return value
+from harness.argtypes import whole_number
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness")
-    group.addoption("--harness-improve", dest="harness_improve", metavar="N", type=_iterations, default=0,
+    group.addoption("--harness-improve", dest="harness_improve", metavar="N", type=whole_number(0), default=0,
                     help="run N self-improvement tournament iterations for every collected goals/<slug>/goal.md "
                          "(default: 0, only validate and gate on the goals)")
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
-from harness.errors import ExitCode, HarnessError
+from harness.errors import ExitCode
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -173,19 +172,3 @@ def rubric_diff_command(args: argparse.Namespace) -> int:
         print(f"{args.new or args.old}: {problem}", file=sys.stderr)
         return ExitCode.GENERAL_FAILURE
     return ExitCode.SUCCESS
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="harness", description="pytest-rubric tracking commands")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    register(subparsers)
-    args = parser.parse_args(argv)
-    try:
-        return int(args.handler(args))
-    except HarnessError as exc:
-        print(f"harness: {exc}", file=sys.stderr)
-        return int(exc.exit_code)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

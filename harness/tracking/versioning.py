@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import subprocess
-from collections.abc import Mapping
 from pathlib import Path
 
 from harness.errors import HarnessConfigError
