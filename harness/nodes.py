@@ -12,7 +12,7 @@ import pytest
 
 from harness.checks import CheckContext
 from harness.engine import CasePlan, LoopResult, run_loop
-from harness.errors import HarnessConfigError, HarnessError
+from harness.errors import ExitCode, HarnessConfigError, HarnessError
 from harness.judges import evaluate
 from harness.loading import load_cases, load_rubric, load_suite
 from harness.models import AgentConfig, Case, Rubric
@@ -22,6 +22,8 @@ from harness.scheduler import StopRequested
 from harness.session import HarnessSession, harness_session
 
 DEFAULT_THRESHOLD = 0.85
+# An attempt cut short because the session stopped (-x, Ctrl-C, the cost cap): not a verdict.
+STOPPED_EXIT_CODES = (int(ExitCode.INCOMPLETE), int(ExitCode.QUOTA_EXCEEDED))
 AGENTS_FILE = "agents.yaml"
 CASE_COUNTS = pytest.StashKey[dict[str, int]]()
 
@@ -250,7 +252,9 @@ class CaseItem(HarnessItem):
         hs = harness_session(self.config)
         try:
             if hs.scheduler is not None and hs.scheduler.has(self.nodeid):
-                result = hs.scheduler.wait(self.nodeid, on_tick=progress_printer(self.config, hs))
+                tick = progress_printer(self.config, hs)
+                result = hs.scheduler.wait(self.nodeid, on_tick=tick,
+                                           tick_s=min(1.0, hs.progress_interval_s) if tick else 1.0)
             else:
                 result = self.run_case()
         except (StopRequested, CancelledError):
@@ -259,6 +263,9 @@ class CaseItem(HarnessItem):
         self._record_properties(hs, result)
         if result.outcome == "passed":
             return
+        if result.exit_code in STOPPED_EXIT_CODES and hs.stop.is_set():
+            raise pytest.skip.Exception(f"not run: {hs.stop.reason} (attempt {result.final_attempt} was cut short)",
+                                        _use_item_location=True)
         if result.outcome == "indeterminate" and hs.indeterminate == "skip":
             raise pytest.skip.Exception(result.escalation_reason or "not scored (indeterminate)",
                                         _use_item_location=True)

@@ -117,7 +117,10 @@ def _setting(config: pytest.Config, name: str, parse):
     value = config.getoption(name, None)
     if value is not None:
         return value
-    raw = config.getini(name)
+    try:
+        raw = config.getini(name)
+    except (ValueError, pytest.UsageError) as exc:  # a typed ini value (bool) that does not parse
+        raise pytest.UsageError(f"ini {name}: {exc}") from None
     if raw in ("", None):
         return None
     if not isinstance(raw, str):
@@ -235,8 +238,8 @@ def _stop(config: pytest.Config, reason: str) -> None:
 
         hs = harness_session(config)
         hs.stop.set(reason)
-        if hs.scheduler is not None:
-            hs.scheduler.shutdown(reason)
+        if hs.scheduler is not None and hs.scheduler.shutdown(reason):
+            config.get_terminal_writer().line("harness: stopped waiting for running cases (Ctrl-C twice)", yellow=True)
         if hs._policy is not None:
             hs._policy.close()  # fails requests still waiting for a batch, cancels running batches
 

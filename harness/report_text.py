@@ -74,7 +74,7 @@ class RubricTally:
         self.indeterminate += outcome == "indeterminate"
         self.escalated += outcome == "escalated"
         self.errors += outcome in ("error", "validation_failed")
-        if outcome in ("passed", "failed", "escalated"):
+        if outcome != "indeterminate":  # errors count against the pass rate; unscored items do not
             self.scored += 1
         if props.get("harness_score") is not None:
             self.scores.append(float(props["harness_score"]))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -47,6 +47,7 @@ class CaseScheduler:
         self.stop = stop
         self._pool: ThreadPoolExecutor | None = None
         self._futures: dict[str, Future] = {}
+        self._all: list[Future] = []
         self._done = 0
         self.total = 0
         self._lock = threading.Lock()
@@ -57,6 +58,7 @@ class CaseScheduler:
         self.total = len(jobs)
         for key, job in jobs:
             self._futures[key] = self._pool.submit(self._guarded, job)
+        self._all = list(self._futures.values())
 
     def _guarded(self, job: Callable[[], T]) -> T:
         try:
@@ -82,8 +84,20 @@ class CaseScheduler:
     def done(self) -> int:
         return self._done
 
-    def shutdown(self, reason: str) -> None:
-        """Stop: cancel what has not started; running cases stop before their next step."""
+    def shutdown(self, reason: str) -> int:
+        """Stop: cancel what has not started and wait for the running cases, which stop before their
+        next step, so that their records are finished before the session ends.
+
+        A second Ctrl-C ends the wait; the process exit then waits for the threads. Returns the
+        number of cases still running when the wait ended (0 normally).
+        """
         self.stop.set(reason)
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._pool is None:
+            return 0
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        started = [f for f in self._all if not f.cancelled()]  # wait() never returns on cancelled ones
+        try:
+            wait(started)
+        except KeyboardInterrupt:
+            return sum(not f.done() for f in self._all)
+        return 0
