@@ -15,7 +15,7 @@ from harness.checks import CheckContext
 from harness.errors import ExitCode, HarnessError, ModelUnavailable, ValidationFailed
 from harness.judges import Evaluation, evaluate
 from harness.llm import CostCapReached, Usage, price_usd
-from harness.models import AgentConfig, Case, Outcome, RecordStatus, Rubric, RunRecord
+from harness.models import AgentConfig, Case, LoopPolicy, Outcome, RecordStatus, Rubric, RunRecord
 from harness.records import AttemptDetails, RecordStore, RunLocation, utc_now
 from harness.runners import Runner, RunnerOutput
 from harness.scheduler import StopFlag
@@ -169,7 +169,7 @@ def run_loop(plan: CasePlan, store: RecordStore, *, on_attempt: AttemptHook | No
     )
 
 
-def _decide(evaluation: Evaluation, number: int, max_attempts: int, policy, flags: list[str],
+def _decide(evaluation: Evaluation, number: int, max_attempts: int, policy: LoopPolicy, flags: list[str],
             reviser: Runner | None) -> tuple[RecordStatus, Outcome, bool, str | None]:
     """Return (record status, outcome, stop?, reason) for a scored attempt."""
     verdict = evaluation.passed

@@ -37,6 +37,10 @@ class CaseFailed(Exception):
         self.result = result
 
 
+class CalibrationFailed(Exception):
+    """A gold example scored below the threshold, or an anti-pattern at or above it."""
+
+
 def load_rubric_once(hs: HarnessSession, path: Path) -> Rubric:
     return hs.cached("rubric", path, lambda: load_rubric(path, import_root=hs.import_root))
 
@@ -88,6 +92,14 @@ class HarnessItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, 0, f"{self.rubric.name}: {self.name}"
 
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:
+        """Our own failures are one readable line, never a traceback."""
+        if isinstance(excinfo.value, HarnessConfigError):
+            return excinfo.value.message(self.config.rootpath)
+        if isinstance(excinfo.value, (CalibrationFailed, HarnessError)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
 
 class RubricValidItem(HarnessItem):
     def __init__(self, *, rubric: Rubric, **kwargs: Any):
@@ -95,18 +107,10 @@ class RubricValidItem(HarnessItem):
         self.rubric = rubric
 
     def runtest(self) -> None:
-        # Parsing already validated the file; a versioning check joins here (rubric diff, issue 4).
-        version_check = _version_bump_check()
-        if version_check is not None:
-            version_check(self.rubric)
-
-
-def _version_bump_check():
-    try:
+        """Parsing validated the file; what is left is its version against the last committed one."""
         from harness.tracking.versioning import check_version_bump
-    except ImportError:
-        return None
-    return check_version_bump
+
+        check_version_bump(self.rubric)
 
 
 class CalibrationItem(HarnessItem):
@@ -137,15 +141,6 @@ class CalibrationItem(HarnessItem):
                              if d.score is not None)
             raise CalibrationFailed(f"{self.example.name} scores {score}, expected {expected} the threshold "
                                     f"{self.threshold:.2f}: {dims}")
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:
-        if isinstance(excinfo.value, (CalibrationFailed, HarnessError)):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style)
-
-
-class CalibrationFailed(Exception):
-    pass
 
 
 def _examples_today(rubric: Rubric):
@@ -296,6 +291,4 @@ class CaseItem(HarnessItem):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:
         if isinstance(excinfo.value, CaseFailed):
             return failure_table(excinfo.value.result, self.agent.name, self.case.id, self.threshold)
-        if isinstance(excinfo.value, HarnessError):
-            return str(excinfo.value)
         return super().repr_failure(excinfo, style)
