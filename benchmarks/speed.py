@@ -143,6 +143,12 @@ def peak_rss_mb_of(root: Path, args: list[str]) -> tuple[float, float]:
     return float(wall), float(rss)
 
 
+def sdk_import_seconds() -> float:
+    """What importing the anthropic SDK adds to a process (paid once, by the first model call)."""
+    code = "import time; t = time.perf_counter(); import anthropic; print(time.perf_counter() - t)"
+    return float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values)
 
@@ -162,6 +168,7 @@ def main() -> int:
         write_suite(suite, args.cases, trivial=True)
         common = ["suites/", f"--harness-concurrency={args.concurrency}", "-o", "harness_progress_interval=0"]
         startup = median([run_pytest(suite, ["suites/", "--collect-only"])[0] for _ in range(args.runs)])
+        sdk_import = median([sdk_import_seconds() for _ in range(args.runs)])
         calls = 2 * args.cases
         limit = math.ceil(calls / args.concurrency) * args.latency + startup
 
@@ -175,7 +182,8 @@ def main() -> int:
         rows.append((f"{args.cases} cases x 2 calls, {args.latency * 1000:.0f} ms/call, concurrency "
                      f"{args.concurrency}", f"{median(walls):.2f} s",
                      f"limit {limit:.2f} s (incl. {startup:.2f} s start-up): ratio {median(walls) / limit:.2f} "
-                     "(target <= 1.25)"))
+                     f"(target <= 1.25); counting the SDK's one-time import ({sdk_import:.2f} s) as start-up: "
+                     f"{median(walls) / (limit + sdk_import):.2f}"))
         rows.append(("peak calls in flight", f"{max(peaks)}", f"concurrency {args.concurrency} (runs: {peaks}); "
                      f"calls per run {server_calls}"))
 
