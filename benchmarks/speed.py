@@ -62,7 +62,26 @@ Input: a question. Output: an answer.
 """
 
 
-def write_suite(root: Path, cases: int, *, trivial: bool = False) -> None:
+PYTHON_AGENTS = """\
+agents:
+  bench:
+    rubric: bench
+    producer: {python: "benchagent:produce"}
+    evaluator: {python: "benchagent:judge"}
+    max_attempts: 1
+"""
+PYTHON_AGENT_MODULE = """\
+def produce(request):
+    return "# Artifact\\n\\nA short answer produced for the benchmark.\\n"
+
+
+def judge(request):
+    return {"overallScore": 0.9, "passed": True, "feedback": "fine", "suggestedFixes": [],
+            "dimensionScores": {"quality": {"score": 0.9, "weight": 1.0, "reason": "useful"}}}
+"""
+
+
+def write_suite(root: Path, cases: int, *, trivial: bool = False, python_agents: bool = False) -> None:
     (root / "rubrics").mkdir(parents=True)
     (root / "suites" / "prompts").mkdir(parents=True)
     (root / "rubrics" / "bench.yaml").write_text(RUBRIC)
@@ -81,6 +100,9 @@ def write_suite(root: Path, cases: int, *, trivial: bool = False) -> None:
     lines += [f"  - {{id: case-{i:05d}, inputs: {{question: 'question {i}'}}}}" for i in range(cases)]
     (root / "suites" / "bench.cases.yaml").write_text("\n".join(lines) + "\n")
     (root / "pytest.ini").write_text("[pytest]\n")
+    if python_agents:
+        (root / "suites" / "agents.yaml").write_text(PYTHON_AGENTS)
+        (root / "benchagent.py").write_text(PYTHON_AGENT_MODULE)
     if trivial:
         (root / "test_trivial.py").write_text(textwrap.dedent(f"""\
             import pytest
@@ -211,6 +233,18 @@ def main() -> int:
                      f"{median(harness_wall) * per:.2f} / {median(harness_cpu) * per:.2f} ms",
                      f"plain pytest per item {median(plain_wall) * per:.2f} / {median(plain_cpu) * per:.2f} ms; "
                      f"harness's own cost {extra_wall:.2f} ms/case wall (target < 5 ms)"))
+
+        local = tmp / "local"
+        write_suite(local, args.cases, python_agents=True)
+        local_wall, local_cpu = [], []
+        for run in range(args.runs):
+            wall, cpu, _ = run_pytest(local, [*common, f"--harness-work-dir=L-{run}"])
+            local_wall.append(wall)
+            local_cpu.append(cpu)
+        rows.append(("no model: Python producer and judge, per case (wall / CPU)",
+                     f"{median(local_wall) * per:.2f} / {median(local_cpu) * per:.2f} ms",
+                     f"the harness alone (loop, checks, records): {(median(local_wall) - median(plain_wall)) * per:.2f} "
+                     "ms/case more than plain pytest (target < 5 ms)"))
 
         big = tmp / "big"
         write_suite(big, args.collect_cases)
