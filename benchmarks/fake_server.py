@@ -33,7 +33,7 @@ def main() -> int:
 
     stopped = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
-    with FakeAnthropic() as server:
+    with FakeAnthropic(keep_alive=True) as server:  # the real API keeps connections alive too
         server.responder = respond
         server.latency_s = args.latency
         args.port_file.write_text(server.base_url)

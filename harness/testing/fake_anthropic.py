@@ -183,13 +183,21 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
+class _KeepAliveHandler(_Handler):
+    """HTTP/1.1 with keep-alive, as the real API: clients reuse connections (benchmarks use this)."""
+
+    protocol_version = "HTTP/1.1"
+
+
 class FakeAnthropic:
     """The fake server; a context manager that starts on enter and stops on exit."""
 
     def __init__(
-        self, *, responder: Responder | None = None, latency_s: float = 0.0, batch_processing_s: float = 0.0
+        self, *, responder: Responder | None = None, latency_s: float = 0.0, batch_processing_s: float = 0.0,
+        keep_alive: bool = False,
     ) -> None:
         self.responder: Responder | None = responder
+        self.keep_alive = keep_alive
         self.latency_s: float = latency_s
         self.batch_processing_s: float = batch_processing_s
         self._lock = threading.Lock()
@@ -215,7 +223,7 @@ class FakeAnthropic:
         if self._httpd is not None:
             return self
         self._stopping.clear()
-        httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
+        httpd = _HTTPServer(("127.0.0.1", 0), _KeepAliveHandler if self.keep_alive else _Handler)
         httpd.fake = self
         self._httpd = httpd
         self._thread = threading.Thread(
