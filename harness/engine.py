@@ -16,7 +16,8 @@ from harness.errors import ExitCode, HarnessError, ModelUnavailable, ValidationF
 from harness.judges import Evaluation, evaluate
 from harness.llm import CostCapReached, Usage, price_usd
 from harness.models import AgentConfig, Case, LoopPolicy, Outcome, RecordStatus, Rubric, RunRecord
-from harness.records import AttemptDetails, RecordStore, RunLocation, utc_now
+from harness.clock import utc_now
+from harness.records import AttemptDetails, RecordStore, RunLocation
 from harness.runners import Runner, RunnerOutput
 from harness.scheduler import StopFlag
 

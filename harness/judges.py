@@ -8,7 +8,6 @@ bounds), and indeterminate otherwise.
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import json
 import statistics
@@ -18,6 +17,7 @@ from typing import Any
 import jsonschema
 
 from harness.checks import CheckContext
+from harness.clock import utc_now
 from harness.errors import ModelUnavailable, ValidationFailed
 from harness.llm import ModelClient, Usage
 from harness.models import DimensionScore, EvaluatorOutput, PromptFile, Rubric
@@ -85,7 +85,7 @@ class Evaluation:
         low, high = self.bounds
         metadata: dict[str, Any] = {
             "rubricVersion": self.rubric.version,
-            "evaluatedAt": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "evaluatedAt": utc_now(),
             "itemsEvaluated": len(self.dimensions) - len(self.indeterminate_dimensions),
             "rubric": self.rubric.name,
             "threshold": self.threshold,

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.appendlog import read_entries
+from harness.clock import utc_now
 from harness.fileio import atomic_write_json, atomic_write_text, file_lock
 from harness.models import EvaluatorOutput, RunRecord
 
@@ -73,10 +74,6 @@ CREATE TABLE IF NOT EXISTS attempt_details (
 );
 CREATE INDEX IF NOT EXISTS idx_attempt_details_rubric ON attempt_details(rubric_name);
 """
-
-
-def utc_now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ Everything is git-ignored so the user's working tree stays clean between runs::
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import re
@@ -28,13 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.appendlog import append_entries, read_entries
+from harness.clock import utc_now
 from harness.errors import HarnessConfigError
 from harness.fileio import atomic_write_json
 from harness.tournament.schemas import RecordInvalid, errors_for, validate, write_record
 
 
 def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return utc_now("milliseconds")
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,13 @@ slug, for one) are kept as they are.
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.appendlog import append_entries, read_entries
+from harness.clock import utc_now
 from harness.errors import HarnessConfigError
 
 RAW_DATA = "raw_data.json"
@@ -89,6 +89,6 @@ def append_raw_data(path: Path, entries: list[RawDataEntry | dict[str, Any]]) ->
 def append_event(path: Path, event_type: str, details: dict[str, Any], *, iteration: int | None = None,
                  goal: str | None = None, timestamp: str | None = None) -> int:
     """Append one event to ``events.json``; the timestamp defaults to now (UTC, ISO 8601)."""
-    stamp = timestamp or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    stamp = timestamp or utc_now()
     event = Event(timestamp=stamp, event_type=event_type, iteration=iteration, details=details, goal=goal)
     return append_entries(Path(path), [_plain(event)])
