@@ -165,6 +165,28 @@ def peak_rss_mb_of(root: Path, args: list[str]) -> tuple[float, float]:
     return float(wall), float(rss)
 
 
+BARE_SDK = """
+import sys, time, anthropic
+from concurrent.futures import ThreadPoolExecutor
+calls, threads = int(sys.argv[1]), int(sys.argv[2])
+client = anthropic.Anthropic()
+ask = dict(model="claude-haiku-4-5", max_tokens=100, messages=[{"role": "user", "content": "question"}])
+client.messages.create(**ask)
+start = time.perf_counter()
+with ThreadPoolExecutor(threads) as pool:
+    list(pool.map(lambda _: client.messages.create(**ask), range(calls)))
+print(time.perf_counter() - start)
+"""
+
+
+def bare_sdk_seconds(base_url: str, calls: int, threads: int) -> float:
+    """The same number of calls from the bare SDK on as many threads: what the client and server allow."""
+    env = {**os.environ, "ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": "sk-ant-benchmark"}
+    done = subprocess.run([sys.executable, "-c", BARE_SDK, str(calls), str(threads)], env=env, capture_output=True,
+                          text=True, check=True)
+    return float(done.stdout)
+
+
 def sdk_import_seconds() -> float:
     """What importing the anthropic SDK adds to a process (paid once, by the first model call)."""
     code = "import time; t = time.perf_counter(); import anthropic; print(time.perf_counter() - t)"
@@ -206,6 +228,13 @@ def main() -> int:
                      f"limit {limit:.2f} s (incl. {startup:.2f} s start-up): ratio {median(walls) / limit:.2f} "
                      f"(target <= 1.25); counting the SDK's one-time import ({sdk_import:.2f} s) as start-up: "
                      f"{median(walls) / (limit + sdk_import):.2f}"))
+        bare = []
+        for _ in range(args.runs):
+            with fake_server(args.latency, tmp) as (url, _):
+                bare.append(bare_sdk_seconds(url, calls, args.concurrency))
+        rows.append((f"  the bare SDK: {calls} calls from {args.concurrency} threads, same server", f"{median(bare):.2f} s",
+                     f"{median(bare) / (math.ceil(calls / args.concurrency) * args.latency):.2f}x the latency bound: "
+                     "what the SDK and the fake server allow before any harness work"))
         rows.append(("peak calls in flight", f"{max(peaks)}", f"concurrency {args.concurrency} (runs: {peaks}); "
                      f"calls per run {server_calls}"))
 
