@@ -179,9 +179,20 @@ class LlmJudge:
     def __init__(self, prompt: PromptFile, client: ModelClient):
         self.prompt = prompt
         self.client = client
+        self._prefixes: dict[tuple[str, str, tuple[str, ...]], str] = {}
 
     def stable_prefix(self, rubric: Rubric, dimension_ids: list[str]) -> str:
-        """Everything that is the same for every artifact: sent as a cached prompt prefix."""
+        """Everything that is the same for every artifact: sent as a cached prompt prefix.
+
+        Built once per rubric (the examples are read from disk once, not on every evaluation).
+        """
+        key = (str(rubric.path), rubric.version, tuple(dimension_ids))
+        prefix = self._prefixes.get(key)
+        if prefix is None:
+            prefix = self._prefixes[key] = self._build_prefix(rubric, dimension_ids)
+        return prefix
+
+    def _build_prefix(self, rubric: Rubric, dimension_ids: list[str]) -> str:
         parts = [self.prompt.text, render_rubric(rubric, dimension_ids)]
         for title, paths in (("Gold example (scores at or above the threshold)", rubric.examples.gold),
                              ("Anti-pattern (scores below the threshold)", rubric.examples.anti_patterns)):
