@@ -23,18 +23,16 @@ CASE_SUFFIXES = (".cases.yaml", ".cases.yml")
 ACTIVE = pytest.StashKey[bool]()
 SESSION_TOKEN = pytest.StashKey[str]()
 SETTINGS = pytest.StashKey[dict]()
+CACHE_MODES = ("auto", "off", "read", "write", "refresh")
+DEFAULT_CONCURRENCY = 16
+_positive = whole_number(1)
+_indeterminate = choice("skip", "fail")
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     from harness import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
-
-
-CACHE_MODES = ("auto", "off", "read", "write", "refresh")
-_positive = whole_number(1)
-_indeterminate = choice("skip", "fail")
-DEFAULT_CONCURRENCY = 16
 
 
 # Feature plugins, each with its own options and hooks; imported here so their options exist before
