@@ -307,7 +307,7 @@ def _ask_judge(judge: Runner | None, request: dict[str, Any], rubric: Rubric, ju
         raise ModelUnavailable("no evaluator is configured for the judged dimensions " + ", ".join(judged))
     schema = judge_schema(rubric, judged)
     wire = {**request, "artifact": artifact, "dimensions": judged, "schema": schema,
-            "rubric": json.loads(rubric.model_dump_json(include={"name", "version", "title", "threshold"})),
+            "rubric": rubric.model_dump(mode="json", include={"name", "version", "title", "threshold"}),
             "rubric_text": render_rubric(rubric, judged)}
     if isinstance(judge, LlmJudge):  # generate_json has validated the answer against this schema
         return judge.run({**wire, "rubric_model": rubric})

@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import math
 import re
+import shlex
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -430,13 +431,12 @@ def _rubric_path(agent: Section, path: Path, rubrics_dir: Path) -> Path:
 def _runner_spec(agent: Section, role: str, path: Path, kinds: tuple[str, ...]) -> RunnerSpec:
     field = agent.sub(role)
     raw = agent.raw[role]
-    source = f"{path}: {field}"
     if isinstance(raw, str):
         if not raw.endswith(".md"):
             raise agent.error(field, f"{raw!r} is not a prompt file",
                               "give a .md prompt path, or a mapping such as `{python: module:function}` "
                               "or `{command: ...}`")
-        return RunnerSpec(kind="prompt", target=raw, base_dir=path.parent, source=source)
+        return RunnerSpec(kind="prompt", target=raw, base_dir=path.parent, file=path, field=field)
     if not isinstance(raw, Mapping):
         raise agent.error(field, f"expected a prompt path or a mapping, got {_type_name(raw)}",
                           "write `{python: module:function}`, `{command: ...}` or a .md path")
@@ -455,19 +455,13 @@ def _runner_spec(agent: Section, role: str, path: Path, kinds: tuple[str, ...]) 
         raise agent.error(f"{field}.kind", f"unknown runner kind {kind!r}",
                           f"use one of: {', '.join(kinds)} (plugins add kinds via pytest_harness_runner_kinds)")
     if isinstance(target, list) and kind == "command":
-        target = " ".join(_shell_quote(str(t)) for t in target)
+        target = " ".join(shlex.quote(str(t)) for t in target)
     if not isinstance(target, str) or not target:
         raise agent.error(f"{field}.{kind}", "expected text", "give the prompt path, module:function or command")
     if kind == "python" and not re.match(r"^[\w.]+:[\w.]+$", target):
         raise agent.error(f"{field}.python", f"{target!r} is not module:function",
                           "write it as package.module:function")
-    return RunnerSpec(kind=kind, target=target, options=options, base_dir=path.parent, source=source)
-
-
-def _shell_quote(text: str) -> str:
-    import shlex
-
-    return shlex.quote(text)
+    return RunnerSpec(kind=kind, target=target, options=options, base_dir=path.parent, file=path, field=field)
 
 
 # --- case files --------------------------------------------------------------------------------

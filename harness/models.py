@@ -88,7 +88,8 @@ class RunnerSpec(Frozen):
     target: str  # prompt path, "module:function", or command line
     options: dict[str, Any] = Field(default_factory=dict)
     base_dir: Path  # relative paths in the spec resolve here (the agents.yaml folder)
-    source: str  # "suites/agents.yaml: agents.x.producer", for error messages
+    file: Path  # the agents.yaml that defines it, and the field, for error messages
+    field: str
 
 
 class PromptFile(Frozen):

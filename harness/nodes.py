@@ -195,7 +195,7 @@ class CaseFile(pytest.File):
         rubric = load_rubric_once(hs, agent.rubric_path)
         if rubric.judged_dimensions and agent.evaluator is None:
             names = ", ".join(d.id for d in rubric.judged_dimensions)
-            raise HarnessConfigError(agent.producer.source.split(": ")[0], f"agents.{agent.name}.evaluator",
+            raise HarnessConfigError(agent.producer.file, f"agents.{agent.name}.evaluator",
                                      f"rubric {rubric.name} has dimensions without a check ({names}) but the "
                                      "agent has no evaluator", "add `evaluator:` (an evaluator prompt .md)")
         runners = {role: self.config.hook.pytest_harness_make_runner(spec=spec, role=role, agent=agent,
@@ -205,7 +205,7 @@ class CaseFile(pytest.File):
         for role, runner in runners.items():
             if runner is None:
                 spec = getattr(agent, role)
-                raise HarnessConfigError(spec.source.split(": ")[0], f"agents.{agent.name}.{role}",
+                raise HarnessConfigError(spec.file, spec.field,
                                          f"no plugin builds runners of kind {spec.kind!r}",
                                          "install the plugin that provides it or use prompt/python/command")
         return rubric, runners

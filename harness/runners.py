@@ -70,9 +70,8 @@ def output_from_answer(answer: Any, role: str, source: str) -> RunnerOutput:
 class PythonRunner:
     def __init__(self, spec: RunnerSpec, role: str, import_root: Path):
         self.role = role
-        self.source = f"{spec.target}"
-        file, _, field = spec.source.partition(": ")
-        self.function = import_callable(spec.target, path=file, field=field, import_root=import_root)
+        self.source = spec.target
+        self.function = import_callable(spec.target, path=spec.file, field=spec.field, import_root=import_root)
         self.options = spec.options
 
     def run(self, request: dict[str, Any]) -> RunnerOutput:
@@ -104,9 +103,8 @@ class CommandRunner:
                                 ExitCode.TIMEOUT) from None
         if done.returncode != 0:
             tail = (done.stderr.strip().splitlines() or ["(no stderr)"])[-1]
-            code = done.returncode if done.returncode in (126, 127) or done.returncode > 128 else 1
-            raise AgentRunError(f"{self.role} command exited {done.returncode}: {self.command}: {tail}",
-                                ExitCode(code) if code in ExitCode._value2member_map_ else ExitCode.GENERAL_FAILURE)
+            code = ExitCode(done.returncode) if done.returncode in (126, 127) else ExitCode.GENERAL_FAILURE
+            raise AgentRunError(f"{self.role} command exited {done.returncode}: {self.command}: {tail}", code)
         out = done.stdout
         stripped = out.strip()
         if stripped.startswith("{"):
