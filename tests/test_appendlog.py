@@ -37,7 +37,7 @@ def _writer(path: str, writer: int, count: int) -> None:
 
 def test_several_processes_appending_lose_nothing(tmp_path: Path) -> None:
     path = tmp_path / "events.json"
-    ctx = multiprocessing.get_context("fork")
+    ctx = multiprocessing.get_context("spawn")  # forking a process with threads can copy a held lock
     procs = [ctx.Process(target=_writer, args=(str(path), w, 25)) for w in range(4)]
     for p in procs:
         p.start()

@@ -183,6 +183,14 @@ def test_generate_json_answers_from_the_cache(fake_anthropic: FakeAnthropic, tmp
 
 
 def _worker(base_url: str, path: str, worker: int, n: int, queue: Any) -> None:
+    try:
+        _ask_all(base_url, path, worker, n, queue)
+    except BaseException as exc:  # report it: the parent would otherwise wait for a result that never comes
+        queue.put((worker, f"{type(exc).__name__}: {exc}", -1))
+        raise
+
+
+def _ask_all(base_url: str, path: str, worker: int, n: int, queue: Any) -> None:
     policy = CallPolicy(cache=ResponseCache(path))
     client = ModelClient(FAST, api_key="sk-ant-test-dummy", base_url=base_url, policy=policy)
     texts = []
@@ -195,15 +203,15 @@ def _worker(base_url: str, path: str, worker: int, n: int, queue: Any) -> None:
 def test_two_processes_share_one_cache_file(fake_anthropic: FakeAnthropic, tmp_path: Path) -> None:
     fake_anthropic.responder = lambda request: Reply.text("a:" + request["messages"][0]["content"])
     path = str(tmp_path / "cache.db")
-    import anthropic  # noqa: F401  (imported once here, not in each child: forked children inherit it)
-
-    ctx = multiprocessing.get_context("fork")
+    # spawn, not fork: forking this multi-threaded process (the fake server, the SDK's pools) can copy a
+    # lock held by another thread into the child, which then hangs.
+    ctx = multiprocessing.get_context("spawn")
     queue = ctx.Queue()
     n = 30
     procs = [ctx.Process(target=_worker, args=(fake_anthropic.base_url, path, w, n, queue)) for w in (0, 1)]
     for p in procs:
         p.start()
-    results = [queue.get(timeout=30) for _ in procs]
+    results = [queue.get(timeout=60) for _ in procs]
     for p in procs:
         p.join(timeout=10)
         assert p.exitcode == 0
