@@ -8,6 +8,7 @@ bounds), and indeterminate otherwise.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import statistics
@@ -114,31 +115,37 @@ class Evaluation:
 
 
 def judge_schema(rubric: Rubric, dimension_ids: list[str]) -> dict[str, Any]:
-    """EvaluatorOutput (seed 000 section 2) restricted to the dimensions the judge must score."""
-    binary = {d.id for d in rubric.dimensions if d.binary}
-    dimension = {
-        "type": "object",
-        "required": ["score", "weight", "reason"],
-        "properties": {
-            "score": {"type": "number", "minimum": 0, "maximum": 1},
-            "weight": {"type": "number", "minimum": 0, "maximum": 1},
-            "reason": {"type": "string", "minLength": 1},
-            "indeterminate": {"type": "boolean"},
-        },
-    }
-    properties = {}
-    for dim_id in dimension_ids:
-        spec = json.loads(json.dumps(dimension))
-        if dim_id in binary:
-            spec["properties"]["score"] = {"enum": [0, 1]}
-        properties[dim_id] = spec
+    """EvaluatorOutput (seed 000 section 2) restricted to the dimensions the judge must score.
+
+    Built once per set of dimensions and shared by every evaluation that asks for it: do not modify it.
+    """
+    binary = frozenset(d.id for d in rubric.dimensions if d.binary and d.id in dimension_ids)
+    return _judge_schema(tuple(dimension_ids), binary)
+
+
+@functools.lru_cache(maxsize=256)
+def _judge_schema(dimension_ids: tuple[str, ...], binary: frozenset[str]) -> dict[str, Any]:
+    def dimension(dim_id: str) -> dict[str, Any]:
+        score = {"enum": [0, 1]} if dim_id in binary else {"type": "number", "minimum": 0, "maximum": 1}
+        return {
+            "type": "object",
+            "required": ["score", "weight", "reason"],
+            "properties": {
+                "score": score,
+                "weight": {"type": "number", "minimum": 0, "maximum": 1},
+                "reason": {"type": "string", "minLength": 1},
+                "indeterminate": {"type": "boolean"},
+            },
+        }
+
     return {
         "type": "object",
         "required": ["overallScore", "passed", "dimensionScores", "feedback", "suggestedFixes"],
         "properties": {
             "overallScore": {"type": "number", "minimum": 0, "maximum": 1},
             "passed": {"type": "boolean"},
-            "dimensionScores": {"type": "object", "required": dimension_ids, "properties": properties,
+            "dimensionScores": {"type": "object", "required": list(dimension_ids),
+                                "properties": {dim_id: dimension(dim_id) for dim_id in dimension_ids},
                                 "additionalProperties": False},
             "feedback": {"type": "string"},
             "suggestedFixes": {"type": "array", "items": {"type": "string"}},
@@ -306,11 +313,12 @@ def _ask_judge(judge: Runner | None, request: dict[str, Any], rubric: Rubric, ju
     if judge is None:
         raise ModelUnavailable("no evaluator is configured for the judged dimensions " + ", ".join(judged))
     schema = judge_schema(rubric, judged)
-    wire = {**request, "artifact": artifact, "dimensions": judged, "schema": schema,
+    request = {**request, "artifact": artifact, "dimensions": judged, "schema": schema}
+    if isinstance(judge, LlmJudge):  # generate_json has validated the answer against this schema
+        return judge.run({**request, "rubric_model": rubric})
+    wire = {**request, "schema": copy.deepcopy(schema),  # the judge may change its copy, not the shared one
             "rubric": rubric.model_dump(mode="json", include={"name", "version", "title", "threshold"}),
             "rubric_text": render_rubric(rubric, judged)}
-    if isinstance(judge, LlmJudge):  # generate_json has validated the answer against this schema
-        return judge.run({**wire, "rubric_model": rubric})
     answer = judge.run(wire)
     errors = validation_errors(answer.data, schema)
     if errors:

@@ -239,7 +239,8 @@ class CaseItem(HarnessItem):
 
         def on_attempt(record, details) -> None:
             hs.add_cost(details.cost_usd)
-            hook(record=record.model_dump(mode="json"), details=dict(details.__dict__))
+            if hook.get_hookimpls():  # the record's JSON is built only for a plugin that asks for it
+                hook(record=record.model_dump(mode="json"), details=dict(details.__dict__))
 
         return run_loop(self.plan(hs), hs.store, on_attempt=on_attempt)
 

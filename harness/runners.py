@@ -26,7 +26,7 @@ import pytest
 
 from harness.checks import import_callable
 from harness.errors import AgentRunError, ExitCode
-from harness.llm import ModelClient, Usage, preload_sdk
+from harness.llm import ModelClient, Usage
 from harness.models import AgentConfig, RunnerSpec
 
 BUILTIN_KINDS = ("prompt", "python", "command")
@@ -171,8 +171,8 @@ def pytest_harness_make_runner(spec: RunnerSpec, role: str, agent: AgentConfig,
         return CommandRunner(spec, role, session.import_root)
     if spec.kind == "prompt":
         client = session.model_client(agent.judge)
-        if client.available and not config.option.collectonly:
-            preload_sdk()
+        if not config.option.collectonly:
+            client.preload()
         if role == "evaluator":
             from harness.judges import LlmJudge
 

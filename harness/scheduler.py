@@ -9,12 +9,19 @@ running ones stop before their next step.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
 T = TypeVar("T")
+
+# While cases run, a thread keeps the GIL up to 20 ms instead of 5 ms before it is made to hand it over.
+# The case threads are I/O-bound and give the GIL up at their next socket, file or SQLite call anyway;
+# a forced hand-over every 5 ms only adds context switches (benchmarks/: 500 cases at concurrency 32
+# ran about 5% faster). It is restored when the cases are done.
+CASE_SWITCH_INTERVAL_S = 0.02
 
 
 class StopRequested(Exception):
@@ -51,9 +58,12 @@ class CaseScheduler:
         self._done = 0
         self.total = 0
         self._lock = threading.Lock()
+        self._switch_interval: float | None = None
 
     def submit_all(self, jobs: list[tuple[str, Callable[[], T]]]) -> None:
         """Submit ``(key, job)`` pairs in order; pytest will ask for them in the same order."""
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(max(self._switch_interval, CASE_SWITCH_INTERVAL_S))
         self._pool = ThreadPoolExecutor(max_workers=self.max_workers, thread_name_prefix="harness-case")
         self.total = len(jobs)
         for key, job in jobs:
@@ -100,4 +110,8 @@ class CaseScheduler:
             wait(started)
         except KeyboardInterrupt:
             return sum(not f.done() for f in self._all)
+        finally:
+            if self._switch_interval is not None:
+                sys.setswitchinterval(self._switch_interval)
+                self._switch_interval = None
         return 0

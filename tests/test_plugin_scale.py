@@ -15,6 +15,7 @@ import itertools
 import json
 import re
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -193,6 +194,17 @@ def test_cases_run_concurrently_and_are_reported_one_by_one_in_collection_order(
         f"c{i}": "escalated" if i in (3, 6) else "passed" for i in range(1, 9)}
 
 
+def test_a_session_leaves_the_interpreters_thread_switch_interval_as_it_found_it(
+        project: Project, fake_anthropic: FakeAnthropic) -> None:
+    # The scheduler lengthens the GIL switch interval while its cases run; code run after pytest.main()
+    # (or by other plugins after the session) must not inherit that.
+    scale_project(project, many(4))
+    fake_anthropic.responder = judge()
+    before = sys.getswitchinterval()
+    project.run("suites/", "--harness-concurrency", "4").assert_outcomes(passed=4)
+    assert sys.getswitchinterval() == before
+
+
 @pytest.mark.parametrize("concurrency", [1, 3])
 def test_the_concurrency_bounds_the_calls_in_flight(project: Project, fake_anthropic: FakeAnthropic,
                                                     concurrency: int) -> None:
@@ -323,6 +335,28 @@ def test_a_second_identical_session_is_answered_from_the_cache(project: Project,
     one, two = summary_row(first), summary_row(second)
     assert one[:7] == two[:7] and one[7] != "$0.0000" and two[7] == "$0.0000"
     assert {r["cost_usd"] for r in project.runs() if r["cycle_id"] == cycles[1]} == {0.0}
+
+
+def test_a_session_answered_whole_by_the_cache_never_imports_the_sdk(project: Project,
+                                                                    fake_anthropic: FakeAnthropic) -> None:
+    # Importing the SDK takes about 1.5 s; a replayed run has no use for it. The first run (no cache yet)
+    # imports it, so the check itself is shown to see an import when there is one.
+    scale_project(project, many(3))
+    project.write("conftest.py", """
+import sys
+
+
+def pytest_unconfigure(config):
+    with open("sdk-imported.txt", "w") as out:
+        out.write(str("anthropic" in sys.modules))
+""")
+    fake_anthropic.responder = judge()
+    project.run("suites/", subprocess=True).assert_outcomes(passed=3)
+    assert (project.root / "sdk-imported.txt").read_text() == "True"
+    fake_anthropic.reset()
+    project.run("suites/", subprocess=True).assert_outcomes(passed=3)
+    assert fake_anthropic.calls == 0
+    assert (project.root / "sdk-imported.txt").read_text() == "False"
 
 
 @pytest.mark.parametrize("change", ["rubric description", "evaluator prompt"])
