@@ -244,14 +244,24 @@ def _stop(config: pytest.Config, reason: str) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """The run loop ended (done, -x, --maxfail or Ctrl-C): cancel queued cases, stop running ones."""
+    """The run loop ended (done, -x, --maxfail or Ctrl-C): cancel queued cases, stop running ones.
+
+    A run the cost cap cut short is not a green run: when items were left not run and nothing else
+    failed, the exit status is 82 (seed 004's quota exceeded) instead of 0.
+    """
     _stop(session.config, "the session is stopping (-x, --maxfail or Ctrl-C)")
+    if exitstatus == 0 and not hasattr(session.config, "workerinput"):
+        from harness.errors import ExitCode
+        from harness.report_text import not_run_by_cost_cap
+
+        if not_run_by_cost_cap(session.config.pluginmanager.get_plugin("terminalreporter")):
+            session.exitstatus = int(ExitCode.QUOTA_EXCEEDED)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         return
-    from harness.report_text import properties_of, summary_lines, tally
+    from harness.report_text import not_run_by_cost_cap, properties_of, summary_lines, tally
 
     reports = [r for key in ("passed", "failed", "skipped", "xfailed", "xpassed", "error")
                for r in terminalreporter.stats.get(key, []) if getattr(r, "when", "call") == "call"]
@@ -268,7 +278,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
         hs = harness_session(config)
         if hs.stop.reason and "cost cap" in hs.stop.reason:
-            terminalreporter.write_line(f"stopped starting new work: {hs.stop.reason}", yellow=True)
+            not_run = not_run_by_cost_cap(terminalreporter)
+            line = f"stopped starting new work: {hs.stop.reason}; {not_run} item{'s' * (not_run != 1)} not run"
+            if not_run and exitstatus == 0:  # pytest_sessionfinish made it 82
+                line += " (exit status 82)"
+            terminalreporter.write_line(line, yellow=True)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -155,6 +155,17 @@ def progress_printer(config: Any, hs: Any) -> Callable[[], None] | None:
     return tick
 
 
+def not_run_by_cost_cap(reporter: Any) -> int:
+    """How many items the cost cap left not run (skipped as ``not run: ... cost cap ...``), xdist workers'
+    included, from the terminal reporter's statistics."""
+    count = 0
+    for report in getattr(reporter, "stats", {}).get("skipped", []):
+        longrepr = getattr(report, "longrepr", None)
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        count += "not run: " in reason and "cost cap" in reason
+    return count
+
+
 def properties_of(report: Any) -> dict[str, Any]:
     props = dict(getattr(report, "user_properties", ()) or ())
     if props.get("harness_outcome") == "passed" and getattr(report, "failed", False):

@@ -538,8 +538,12 @@ def test_the_cost_cap_stops_starting_new_work_and_says_so(project: Project, fake
     result.assert_outcomes(passed=concurrency, skipped=5 - concurrency)
     verdicts = [line.split()[1] for line in result.outlines if line.startswith(f"{CASES_FILE}::")]
     assert verdicts == ["PASSED"] * concurrency + ["SKIPPED"] * (5 - concurrency)
-    result.stdout.fnmatch_lines(["stopped starting new work: cost cap * reached ($0.0020 spent)"
-                                 if concurrency == 1 else "stopped starting new work: cost cap * reached*"])
+    not_run = 5 - concurrency
+    result.stdout.fnmatch_lines([f"stopped starting new work: cost cap * reached ($0.0020 spent); {not_run} items "
+                                 "not run (exit status 82)" if concurrency == 1 else
+                                 f"stopped starting new work: cost cap * reached*; {not_run} items not run (exit*"])
+    # Every item that ran passed, but the run is not green: CI must not read a cut-short run as a pass.
+    assert result.ret == 82
     skips = [line for line in result.outlines if line.startswith("SKIPPED")]
     assert len(skips) == 5 - concurrency and all("not run: cost cap" in line for line in skips), skips
     assert len(project.runs()) == concurrency  # no record of the items not run
@@ -552,7 +556,7 @@ def test_the_cost_cap_shows_the_cap_the_user_set(project: Project, fake_anthropi
     fake_anthropic.responder = judge(usage=lambda request: {"input_tokens": 1000, "output_tokens": 200})
     result = project.run("suites/", "--harness-max-cost", "0.0005", "--harness-concurrency", "1")
     result.assert_outcomes(passed=1, skipped=1)
-    result.stdout.fnmatch_lines(["stopped starting new work: cost cap $0.0005 reached ($0.0020 spent)"])
+    result.stdout.fnmatch_lines(["stopped starting new work: cost cap $0.0005 reached ($0.0020 spent); 1 item not run*"])
 
 
 @pytest.mark.parametrize("how", ["another case's spend", "its own producer's spend"])
@@ -589,6 +593,7 @@ def test_an_attempt_cut_short_by_the_cost_cap_is_not_run_rather_than_failed(
     skips = [line for line in result.outlines if line.startswith("SKIPPED")]
     assert all("not run: " in line and "cost cap" in line for line in skips), skips
     result.stdout.fnmatch_lines(["stopped starting new work: *cost cap*"])
+    assert result.ret == 82
 
 
 # --- 7. batching --------------------------------------------------------------------------------------
