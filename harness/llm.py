@@ -538,7 +538,7 @@ def _import_sdk() -> Any:
     return importlib.import_module("anthropic")
 
 
-def preload_sdk() -> None:
+def _preload_sdk() -> None:
     """Start importing the SDK (about 1.5 s) on a background thread, so that it overlaps collection
     instead of delaying the first model call. Safe to call many times."""
     global _preloading
@@ -597,7 +597,7 @@ class ModelClient:
         cache = self.policy.cache
         if read and cache is not None and cache.path.exists():
             return
-        preload_sdk()
+        _preload_sdk()
 
     def _client(self) -> anthropic.Anthropic:
         if self._api_key is None:

@@ -23,6 +23,7 @@ CASE_SUFFIXES = (".cases.yaml", ".cases.yml")
 ACTIVE = pytest.StashKey[bool]()
 SESSION_TOKEN = pytest.StashKey[str]()
 SETTINGS = pytest.StashKey[dict]()
+CUT_SHORT_BY_COST_CAP = pytest.StashKey[bool]()  # the exit status became 82 (pytest_sessionfinish)
 CACHE_MODES = ("auto", "off", "read", "write", "refresh")
 DEFAULT_CONCURRENCY = 16
 _positive = whole_number(1)
@@ -256,6 +257,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
         if not_run_by_cost_cap(session.config.pluginmanager.get_plugin("terminalreporter")):
             session.exitstatus = int(ExitCode.QUOTA_EXCEEDED)
+            session.config.stash[CUT_SHORT_BY_COST_CAP] = True
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
@@ -280,8 +282,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         if hs.stop.reason and "cost cap" in hs.stop.reason:
             not_run = not_run_by_cost_cap(terminalreporter)
             line = f"stopped starting new work: {hs.stop.reason}; {not_run} item{'s' * (not_run != 1)} not run"
-            if not_run and exitstatus == 0:  # pytest_sessionfinish made it 82
-                line += " (exit status 82)"
+            if config.stash.get(CUT_SHORT_BY_COST_CAP, False):
+                from harness.errors import ExitCode
+
+                line += f" (exit status {int(ExitCode.QUOTA_EXCEEDED)})"
             terminalreporter.write_line(line, yellow=True)
 
 
