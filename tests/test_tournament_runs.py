@@ -235,6 +235,43 @@ def test_a_gain_within_the_noise_is_not_merged_and_a_real_one_is(tmp_path: Path,
     validate_all_records(tmp_path / "r", "synth")
 
 
+def test_one_unlucky_run_is_measured_again_in_pairs_before_it_is_called_a_regression(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # runs 0-4 (the baseline) draw 10 + [0.94, 1.29, 2.34, 0.09, 0.04]: median 10.94, spread 0.95, so more than
+    # 1.9 worse is suspect; the candidate's first run draws 10 - 1.18 (2.12 worse); runs 6-13 are the pairs
+    monkeypatch.setenv("SYNTH_NOISE_COUNTER", str(tmp_path / "runs"))
+    unchanged = value_idea("Same value", "documentation", 10.0, 10.0, body="VALUE = 10.0  # unchanged")
+    goal = goal_repo(tmp_path / "r", ideas={"a.md": unchanged}, noise=1.0,
+                     goal_md=synth_goal_md(executors=1, noise_runs=5))
+    lines: list[str] = []
+    assert improve(goal, 1, echo=lines.append, plots=False).statuses == ["no_improvement"]
+    result = load(tmp_path / "r/WORK/improve/synth/results/round_1/executor_1.json")
+    assert result["status"] == "success" and result["samples"] == [pytest.approx(8.82, abs=0.01)]
+    check = result["regression_check"]
+    assert check["baseline_samples"] == pytest.approx([10.5, 10.37, 9.05, 8.55], abs=0.01)
+    assert check["candidate_samples"] == pytest.approx([9.74, 9.06, 8.78, 9.91], abs=0.01)
+    assert check["regression"] is False and check["reason"] == (
+        "value 9.402 vs baseline 9.71 over 4 interleaved pairs: worse by 0.3082, within what the noise allows "
+        "(1.897): held even")
+    assert any("executor_1 round_1_user_a: success value 8.821 (value 9.402 vs baseline 9.71 over 4 interleaved"
+               in line for line in lines), lines
+    assert len(worktrees(tmp_path / "r")) == 1
+    validate_all_records(tmp_path / "r", "synth")
+
+
+def test_a_real_regression_is_confirmed_in_pairs_by_the_goals_test(tmp_path: Path) -> None:
+    goal = goal_repo(tmp_path / "r", ideas={"a.md": value_idea("Down", "optimization", 10.0, 5.0)},
+                     goal_md=synth_goal_md(executors=1, noise_runs=3))
+    assert improve(goal, 1, echo=quiet([]), plots=False).statuses == ["no_winner"]
+    result = load(tmp_path / "r/WORK/improve/synth/results/round_1/executor_1.json")
+    assert result["status"] == "regression"
+    assert result["regression_check"]["candidate_samples"] == [5.0] * 4
+    assert result["failure_analysis"]["what"].startswith(
+        "value 5 vs baseline 10 over 4 interleaved pairs: worse by 5, more than the noise allows (1); "
+        "Mann-Whitney U p=0.01429 < alpha 0.05")
+    validate_all_records(tmp_path / "r", "synth")
+
+
 def test_a_merge_that_regresses_on_re_benchmark_is_reverted(tmp_path: Path) -> None:
     goal = goal_repo(tmp_path / "r", ideas={"a.md": value_idea("Up", "optimization", 10.0, 20.0)},
                      regress_on_merge=True)

@@ -86,6 +86,24 @@ def test_decide_needs_both_the_minimum_effect_and_significance() -> None:
 # ---------------------------------------------------------------------------------------------- sealed paths
 
 
+def test_whether_the_exact_test_can_reach_alpha() -> None:
+    # the smallest exact p-value is 1 / C(n1 + n2, n1)
+    assert stats.exact_test_can_reach(5, 2, 0.05)  # 1/21
+    assert not stats.exact_test_can_reach(3, 3, 0.05)  # 1/20 is not below 0.05
+    assert stats.exact_test_can_reach(4, 4, 0.05)  # 1/70
+    assert not stats.exact_test_can_reach(2, 1, 0.05)
+
+
+def test_a_loss_is_significant_only_when_the_runs_separate() -> None:
+    base = [10.0, 10.2, 9.9, 10.1, 10.0]
+    worse = stats.significance(base, [8.0, 8.1], test="mann_whitney", alpha=0.05, difference="loss")
+    assert worse.significant and worse.text == "Mann-Whitney U p=0.04762 < alpha 0.05"
+    assert not stats.significance(base, [8.0, 10.1], test="mann_whitney", alpha=0.05).significant
+    by_bootstrap = stats.significance(base, [8.0, 8.1, 7.9], test="bootstrap", alpha=0.05, difference="loss")
+    assert by_bootstrap.significant and by_bootstrap.text.startswith("bootstrap 95% lower bound of the loss 1.")
+    assert not stats.significance(base, [10.0, 10.1, 9.9], test="bootstrap", alpha=0.05).significant
+
+
 def test_sealed_globs() -> None:
     sealed = SealedPaths(["goals/x/bench/**", "goals/x/goal.md", "data/", "*.lock"])
     assert sealed.match("goals/x/bench/run.py") and sealed.match("goals/x/bench/a/b.json")

@@ -87,6 +87,37 @@ def bootstrap_lower(better: list[float], worse: list[float], alpha: float, *, re
     return diffs[max(0, int(math.floor(alpha * resamples)) - 1)] if alpha * resamples >= 1 else diffs[0]
 
 
+def exact_test_can_reach(n1: int, n2: int, alpha: float) -> bool:
+    """Whether an exact Mann-Whitney test of ``n1`` against ``n2`` runs can reach ``alpha`` at all: its
+    smallest p-value, complete separation, is 1 / C(n1 + n2, n1)."""
+    return 1 / math.comb(n1 + n2, n1) < alpha
+
+
+@dataclass(frozen=True)
+class Significance:
+    """Whether ``better`` runs are significantly better than ``worse`` runs by one test, and the sentence."""
+
+    significant: bool
+    p_value: float | None
+    ci_lower: float | None
+    text: str
+
+
+def significance(better: list[float], worse: list[float], *, test: Literal["mann_whitney", "bootstrap"],
+                 alpha: float, difference: str = "gain", unit: str = "") -> Significance:
+    """The goal's significance test of ``better`` over ``worse`` (both in gain units, larger is better);
+    ``difference`` names what the bootstrap bounds in the sentence ("gain", or "loss" when testing a regression)."""
+    if test == "mann_whitney":
+        p_value = mann_whitney_p(better, worse)
+        significant = p_value < alpha
+        return Significance(significant, p_value, None,
+                            f"Mann-Whitney U p={p_value:.4g} {'<' if significant else '>='} alpha {alpha:g}")
+    ci = bootstrap_lower(better, worse, alpha)
+    significant = ci > 0
+    return Significance(significant, None, ci, f"bootstrap {100 * (1 - alpha):g}% lower bound of the {difference} "
+                                               f"{ci:.4g}{unit} {'>' if significant else '<='} 0")
+
+
 @dataclass(frozen=True)
 class Decision:
     """Whether a candidate's gain over the baseline is real, and which test decided."""
@@ -120,25 +151,17 @@ def decide(baseline_gain_samples: list[float], candidate_gain_samples: list[floa
     base_m, cand_m = median(baseline_gain_samples), median(candidate_gain_samples)
     gain = cand_m - base_m
     min_effect = min_effect_multiple * noise_spread
-    p_value = ci = None
-    if test == "mann_whitney":
-        p_value = mann_whitney_p(candidate_gain_samples, baseline_gain_samples)
-        significant = p_value < alpha
-        sig_text = f"Mann-Whitney U p={p_value:.4g} {'<' if significant else '>='} alpha {alpha:g}"
-    else:
-        ci = bootstrap_lower(candidate_gain_samples, baseline_gain_samples, alpha)
-        significant = ci > 0
-        sig_text = f"bootstrap {100 * (1 - alpha):g}% lower bound of the gain {ci:.4g}{unit} {'>' if significant else '<='} 0"
+    sig = significance(candidate_gain_samples, baseline_gain_samples, test=test, alpha=alpha, unit=unit)
     effect_ok = gain > min_effect
     effect_text = (f"gain {gain:.4g}{unit} {'>' if effect_ok else '<='} min effect {min_effect:.4g}{unit} "
                    f"({min_effect_multiple:g} x spread {noise_spread:.4g}{unit})")
     if not effect_ok:
         verdict = "not better than the baseline" if gain <= 0 else "within the measured noise"
         decided_by, reason = "min_effect", f"{effect_text}: {verdict}"
-    elif not significant:
-        decided_by, reason = test, f"{sig_text}: not significant"
+    elif not sig.significant:
+        decided_by, reason = test, f"{sig.text}: not significant"
     else:
-        decided_by, reason = f"min_effect+{test}", f"{effect_text}; {sig_text}"
-    return Decision(accepted=effect_ok and significant, decided_by=decided_by, gain=gain, min_effect=min_effect,
-                    spread=noise_spread, test=test, p_value=p_value, ci_lower=ci, baseline_median=base_m,
+        decided_by, reason = f"min_effect+{test}", f"{effect_text}; {sig.text}"
+    return Decision(accepted=effect_ok and sig.significant, decided_by=decided_by, gain=gain, min_effect=min_effect,
+                    spread=noise_spread, test=test, p_value=sig.p_value, ci_lower=sig.ci_lower, baseline_median=base_m,
                     candidate_median=cand_m, reason=reason)
