@@ -143,7 +143,7 @@ def run_loop(plan: CasePlan, store: RecordStore, *, on_attempt: AttemptHook | No
                 outputs.append(RunnerOutput(usage=spent, model=plan.agent.judge.model,
                                             cost_usd=price_usd(plan.agent.judge.model, spent)))
             if isinstance(exc, CostCapReached) and plan.stop is not None:
-                plan.stop.set(str(exc))
+                plan.stop.set(str(exc), cause="cost_cap")
             result = _finish(plan, store, run_id, number, started, "escalated", outcome, None, reason, outputs,
                              int(exc.exit_code), on_attempt)
             attempts.append(result)

@@ -254,12 +254,14 @@ class CaseItem(HarnessItem):
             else:
                 result = self.run_case()
         except (StopRequested, CancelledError):
+            self.user_properties.append(("harness_not_run", hs.stop.cause or "stop"))
             raise pytest.skip.Exception(f"not run: {hs.stop.reason or 'the session is stopping'}",
                                         _use_item_location=True) from None
         self._record_properties(hs, result)
         if result.outcome == "passed":
             return
         if result.exit_code in STOPPED_EXIT_CODES and hs.stop.is_set():
+            self.user_properties.append(("harness_not_run", hs.stop.cause or "stop"))
             raise pytest.skip.Exception(f"not run: {hs.stop.reason} (attempt {result.final_attempt} was cut short)",
                                         _use_item_location=True)
         if result.outcome == "indeterminate" and hs.indeterminate == "skip":

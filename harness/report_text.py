@@ -156,14 +156,10 @@ def progress_printer(config: Any, hs: Any) -> Callable[[], None] | None:
 
 
 def not_run_by_cost_cap(reporter: Any) -> int:
-    """How many items the cost cap left not run (skipped as ``not run: ... cost cap ...``), xdist workers'
-    included, from the terminal reporter's statistics."""
-    count = 0
-    for report in getattr(reporter, "stats", {}).get("skipped", []):
-        longrepr = getattr(report, "longrepr", None)
-        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
-        count += "not run: " in reason and "cost cap" in reason
-    return count
+    """How many items the cost cap left not run (their ``harness_not_run`` property), xdist workers' included,
+    from the terminal reporter's statistics."""
+    return sum(properties_of(report).get("harness_not_run") == "cost_cap"
+               for report in getattr(reporter, "stats", {}).get("skipped", []))
 
 
 def properties_of(report: Any) -> dict[str, Any]:

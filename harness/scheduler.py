@@ -34,10 +34,11 @@ class StopFlag:
     def __init__(self) -> None:
         self._event = threading.Event()
         self.reason: str | None = None
+        self.cause: str | None = None  # "cost_cap" when the cap stopped the session, for the exit status
 
-    def set(self, reason: str) -> None:
+    def set(self, reason: str, *, cause: str = "stop") -> None:
         if not self._event.is_set():
-            self.reason = reason
+            self.reason, self.cause = reason, cause
             self._event.set()
 
     def is_set(self) -> bool:

@@ -73,7 +73,8 @@ class HarnessSession:
         with self._lock:
             self.spent_usd += usd
             if self.max_cost_usd is not None and self.spent_usd >= self.max_cost_usd:
-                self.stop.set(f"cost cap ${self.max_cost_usd:g} reached (${self.spent_usd:.4f} spent)")
+                self.stop.set(f"cost cap ${self.max_cost_usd:g} reached (${self.spent_usd:.4f} spent)",
+                              cause="cost_cap")
 
     def progress_text(self) -> str:
         done = self.scheduler.done if self.scheduler else 0
