@@ -4,8 +4,8 @@
 (the exact Messages API parameters) and waits on a :class:`~concurrent.futures.Future`. A background
 thread gathers the waiting requests and submits them as one Message Batch when no new request has
 arrived for ``quiet_s`` seconds, or at once when ``max_size`` requests are waiting. Each batch then has
-a thread of its own that polls ``retrieve`` every ``poll_s`` seconds until ``processing_status`` is
-``ended`` (calling ``on_progress(batch_id, counts)`` after every poll), reads the results and resolves
+a thread of its own that polls ``retrieve`` until ``processing_status`` is ``ended``, first after ``poll_s``
+seconds, then at intervals that grow by half each time up to ``poll_max_s`` (calling ``on_progress(batch_id, counts)`` after every poll), reads the results and resolves
 each waiter by ``custom_id``: with the SDK's ``Message`` when the request succeeded, or with a
 :class:`~harness.errors.ModelCallError` for that request alone when it errored, expired or was canceled.
 
@@ -77,7 +77,8 @@ class Batcher:
         *,
         quiet_s: float = 0.2,
         max_size: int = 5000,
-        poll_s: float = 5.0,
+        poll_s: float = 1.0,
+        poll_max_s: float = 30.0,
         on_progress: ProgressCallback | None = None,
         poll_failures: int = 5,
     ) -> None:
@@ -86,6 +87,7 @@ class Batcher:
         self.quiet_s = quiet_s
         self.max_size = max_size
         self.poll_s = poll_s
+        self.poll_max_s = max(poll_s, poll_max_s)
         self.on_progress = on_progress
         self.poll_failures = poll_failures  # consecutive failed polls (after the SDK's retries) before giving up
         self._cond = threading.Condition()
@@ -100,7 +102,8 @@ class Batcher:
         self.batches_created = 0
 
     def __repr__(self) -> str:
-        return f"Batcher(quiet_s={self.quiet_s}, max_size={self.max_size}, poll_s={self.poll_s})"
+        return (f"Batcher(quiet_s={self.quiet_s}, max_size={self.max_size}, poll_s={self.poll_s}, "
+                f"poll_max_s={self.poll_max_s})")
 
     @property
     def waiting(self) -> int:
@@ -203,9 +206,12 @@ class Batcher:
                 raise _stopped()
             self._progress(batch_id, batch)
             failed_polls = 0
+            interval = self.poll_s
             while getattr(batch, "processing_status", None) != "ended":
-                if self._stop.wait(self.poll_s):
+                if self._stop.wait(interval):
                     raise _stopped()
+                # a small batch ends in seconds, a large one in minutes or hours: poll soon, then less often
+                interval = min(interval * 1.5, self.poll_max_s)
                 try:
                     batch = api.retrieve(batch_id)
                 except Exception:

@@ -232,8 +232,9 @@ def test_an_unreachable_batch_api_fails_every_request_in_it() -> None:
 class StubBatches:
     """Just enough of ``messages.batches``: every request succeeds with its custom_id as the message."""
 
-    def __init__(self, failing_polls: int) -> None:
+    def __init__(self, failing_polls: int = 0, in_progress_polls: int = 0) -> None:
         self.failing_polls = failing_polls
+        self.in_progress_polls = in_progress_polls  # polls (after the failing ones) that find it still running
         self.polls = 0
         self.requests: list[dict[str, Any]] = []
 
@@ -245,7 +246,9 @@ class StubBatches:
         self.polls += 1
         if self.polls <= self.failing_polls:
             raise ConnectionError("flaky network")
-        return SimpleNamespace(id=message_batch_id, processing_status="ended", request_counts=None)
+        ended = self.polls > self.failing_polls + self.in_progress_polls
+        return SimpleNamespace(id=message_batch_id, processing_status="ended" if ended else "in_progress",
+                               request_counts=None)
 
     def results(self, message_batch_id: str) -> Any:
         return [
@@ -274,3 +277,26 @@ def test_polls_failing_in_a_row_fail_the_batch() -> None:
     future = batcher.submit({"model": "m"}, api=StubBatches(failing_polls=3), map_error=mapped)
     with pytest.raises(ModelCallError, match="mapped: flaky network"):
         future.result(timeout=5)
+
+
+class RecordedWaits(threading.Event):
+    """The batcher's stop event, recording how long each poll would have waited (and not waiting)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[float] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits.append(timeout or 0.0)
+        return self.is_set()
+
+
+def test_polls_come_soon_then_less_often_up_to_the_longest_interval() -> None:
+    """A small batch's answers arrive within a second or two of its end; a batch of hours is not polled
+    thousands of times."""
+    batcher = Batcher(quiet_s=0.0, poll_s=1.0, poll_max_s=4.0)
+    batcher._stop = waits = RecordedWaits()
+    api = StubBatches(in_progress_polls=6)
+    future = batcher.submit({"model": "m"}, api=api, map_error=mapped)
+    assert future.result(timeout=5) == api.requests[0]["custom_id"] and api.polls == 7
+    assert waits.waits == [1.0, 1.5, 2.25, 3.375, 4.0, 4.0, 4.0]
