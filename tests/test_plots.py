@@ -16,7 +16,10 @@ from harness.records import RecordStore
 from harness.tracking import plots
 from harness.cli import main
 from harness.tracking.frames import attempts_frame, items_frame
+from harness.tournament.goal import Metric
 from harness.tracking.rawdata import append_raw_data, read_raw_data
+
+DEMO_GOAL = Path(__file__).resolve().parent.parent / "goals" / "demo_primes"
 
 
 def raw_entries(goal: str | None = "speed") -> list[dict]:
@@ -138,10 +141,50 @@ def test_trajectory_figure_marks_families_winners_best_so_far_and_baseline(tmp_p
     assert "1 candidate without a score not shown" in fig.axes[0].get_title()
     assert fig.axes[0].get_ylabel() == "benchmark score"
     assert_readable(fig)
-    lower = plots._trajectory_figure(entries, "speed", "minimize")
-    assert lower.axes[0].get_ylabel() == "benchmark score (lower is better)"
+    lower = plots._trajectory_figure(entries, "speed", Metric(name="runtime_ms", direction="minimize"))
+    assert lower.axes[0].get_ylabel() == "runtime_ms (lower is better)"
     scored = [e for e in entries if not e.is_baseline and e.benchmark_score is not None]
     assert plots._best_so_far(scored, 80.0) == [(0, 80.0), (1, 85.2), (3, 88.1), (4, 88.1)]
+
+
+def test_the_trajectory_axis_names_the_goals_metric_from_goals_beside_tracking(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    goal = tmp_path / "goals" / "speed"
+    goal.mkdir(parents=True)
+    (goal / "goal.md").write_text((DEMO_GOAL / "goal.md").read_text())  # runtime_ms, minimize
+    broken = tmp_path / "goals" / "broken"
+    broken.mkdir()
+    (broken / "goal.md").write_text("# no sections\n")
+    raw = tmp_path / "tracking" / "raw_data.json"
+    append_raw_data(raw, raw_entries("speed")[:3] + raw_entries("broken")[:3])
+    seen: dict[str, str] = {}
+    original = plots._trajectory_figure
+
+    def spy(entries, goal, metric=None):  # noqa: ANN001, ANN202
+        fig = original(entries, goal, metric)
+        seen[goal] = fig.axes[0].get_ylabel()
+        return fig
+
+    monkeypatch.setattr(plots, "_trajectory_figure", spy)
+    plots.plot_trajectories(raw, tmp_path / "out")
+    assert seen == {"speed": "runtime_ms (lower is better)", "broken": "benchmark score"}
+
+
+def test_a_trajectory_spanning_two_orders_of_magnitude_gets_a_log_axis(tmp_path: Path) -> None:
+    raw = tmp_path / "raw_data.json"
+    append_raw_data(raw, [
+        {"iteration": 0, "plan_id": "baseline", "benchmark_score": 7.5, "is_winner": False,
+         "approach_family": "other", "sub_scores": {}},
+        {"iteration": 1, "plan_id": "round_1_sieve", "benchmark_score": 0.09, "is_winner": True,
+         "approach_family": "optimization", "sub_scores": {}},
+        {"iteration": 2, "plan_id": "round_2_docstring", "benchmark_score": 0.095, "is_winner": False,
+         "approach_family": "documentation", "sub_scores": {}},
+    ])
+    fig = plots._trajectory_figure(read_raw_data(raw), None, Metric(name="runtime_ms", direction="minimize"))
+    assert fig.axes[0].get_yscale() == "log"
+    assert_readable(fig)
+    append_raw_data(tmp_path / "close.json", raw_entries())  # scores 80 to 90
+    assert plots._trajectory_figure(read_raw_data(tmp_path / "close.json"), None).axes[0].get_yscale() == "linear"
 
 
 def test_family_colours_are_stable_across_plots() -> None:

@@ -442,6 +442,19 @@ def load_goal(path: Path | str) -> Goal:
     return Goal(**data)
 
 
+def goal_metrics(goals_dir: Path | str) -> dict[str, Metric]:
+    """The metric of every goal under ``goals_dir`` (``goals/<slug>/goal.md``), by slug. A goal file that
+    does not parse is left out: ``harness improve`` is where its error is reported."""
+    found: dict[str, Metric] = {}
+    for path in sorted(Path(goals_dir).glob("*/goal.md")):
+        try:
+            goal = load_goal(path)
+        except HarnessConfigError:
+            continue
+        found[goal.slug] = goal.metric
+    return found
+
+
 def find_goal_file(target: Path | str) -> Path:
     """``goals/<slug>`` or ``goals/<slug>/goal.md`` to the goal file's path."""
     target = Path(target)

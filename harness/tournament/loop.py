@@ -182,7 +182,8 @@ class Tournament:
             return []
         out_dir = self.layout.tracking / "plots"
         try:
-            written = [Path(p) for p in plot_trajectories(self.layout.raw_data, out_dir)]
+            written = [Path(p) for p in plot_trajectories(self.layout.raw_data, out_dir,
+                                                          metrics={self.goal.slug: self.goal.metric})]
         except Exception as exc:  # noqa: BLE001 - the records are written; a plot problem must not fail the run
             self.echo(f"plots: skipped ({exc})")
             return []

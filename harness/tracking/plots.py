@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import pandas as pd
 from matplotlib import rc_context
@@ -39,6 +40,17 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#1
            "#bcbd22", "#d62728", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173")
 PASS_COLOUR, FAIL_COLOUR, THRESHOLD_COLOUR = "#2ca02c", "#d62728", "#d62728"
 MAX_CYCLE_LABELS = 8
+LOG_SCALE_RATIO = 20  # positive scores spanning this factor get a log axis: the small ones would sit on it
+
+
+class GoalMetric(Protocol):
+    """What a trajectory's score axis says: a goal's metric (harness.tournament.goal.Metric)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def direction(self) -> str: ...  # "maximize" or "minimize"
 
 
 def slug(text: str) -> str:
@@ -96,11 +108,13 @@ def _cycle_axis(ax, cycles: Sequence[str]) -> None:
 
 
 def plot_trajectories(raw_data_path: Path, out_dir: Path, *,
-                      directions: Mapping[str, str] | None = None) -> list[Path]:
+                      metrics: Mapping[str, GoalMetric] | None = None) -> list[Path]:
     """Plot ``raw_data.json``: one figure per goal (PNG and SVG) in ``out_dir``; returns the files.
 
-    ``directions`` maps a goal slug to its metric's direction (``maximize`` or ``minimize``); when
-    given, the score axis says which way is better.
+    ``metrics`` maps a goal slug to its metric (``name``, ``direction``), which labels the score axis, e.g.
+    "runtime_ms (lower is better)". Without it, the goals are read from ``goals/`` beside the folder that
+    holds ``raw_data.json`` (the project's layout: ``tracking/raw_data.json``, ``goals/<slug>/goal.md``); a
+    goal not found there gets the axis "benchmark score".
 
     Every candidate by iteration, one colour per approach family; winners ringed with a star; the
     best-so-far line (the score of the last winner, which is what the code base holds); the baseline
@@ -108,18 +122,21 @@ def plot_trajectories(raw_data_path: Path, out_dir: Path, *,
     ``raw_data.json`` is missing or empty.
     """
     entries = read_raw_data(Path(raw_data_path))
+    if metrics is None and entries:
+        from harness.tournament.goal import goal_metrics
+
+        metrics = goal_metrics(Path(raw_data_path).resolve().parent.parent / "goals")
     goals: dict[str | None, list[RawDataEntry]] = {}
     for entry in entries:
         goals.setdefault(entry.goal, []).append(entry)
     written: list[Path] = []
     for goal, group in sorted(goals.items(), key=lambda kv: kv[0] or ""):
         stem = f"trajectories-{slug(goal)}" if goal else "trajectories"
-        direction = (directions or {}).get(goal or "")
-        written += _save(_trajectory_figure(group, goal, direction), Path(out_dir), stem)
+        written += _save(_trajectory_figure(group, goal, (metrics or {}).get(goal or "")), Path(out_dir), stem)
     return written
 
 
-def _trajectory_figure(entries: list[RawDataEntry], goal: str | None, direction: str | None = None) -> Figure:
+def _trajectory_figure(entries: list[RawDataEntry], goal: str | None, metric: GoalMetric | None = None) -> Figure:
     fig = _figure()
     ax = fig.add_subplot()
     baseline_entries = [e for e in entries if e.is_baseline and e.benchmark_score is not None]
@@ -158,9 +175,15 @@ def _trajectory_figure(entries: list[RawDataEntry], goal: str | None, direction:
         title += f"\n({unscored} candidate{'s' if unscored > 1 else ''} without a score not shown)"
     ax.set_title(title)
     ax.set_xlabel("iteration")
-    better = {"maximize": " (higher is better)", "minimize": " (lower is better)"}.get(direction or "", "")
-    ax.set_ylabel(f"benchmark score{better}")
+    if metric is None:
+        ax.set_ylabel("benchmark score")
+    else:
+        better = {"maximize": "higher", "minimize": "lower"}[metric.direction]
+        ax.set_ylabel(f"{metric.name} ({better} is better)")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    values = [e.benchmark_score for e in scored] + ([baseline] if baseline is not None else [])
+    if values and min(values) > 0 and max(values) / min(values) >= LOG_SCALE_RATIO:
+        ax.set_yscale("log")
     ax.grid(True, alpha=0.3)
     if not scored and baseline is None:
         ax.text(0.5, 0.5, "no scored candidates yet", ha="center", va="center", transform=ax.transAxes)
