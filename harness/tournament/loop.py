@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness.errors import ExitCode, HarnessConfigError, HarnessError
 from harness.tournament import agents, critic, stats
@@ -52,7 +52,7 @@ class PairedRuns:
 
     baseline: list[float] = field(default_factory=list)
     candidate: list[float] = field(default_factory=list)
-    failed_side: str | None = None  # "baseline" or "candidate"
+    failed_side: Literal["baseline", "candidate"] | None = None
     failure: str = ""
 
 
@@ -611,13 +611,14 @@ class Tournament:
     def _pairs(self, wt_a: Path, wt_b: Path, pairs: int, manifest: SealedManifest, log: Path) -> PairedRuns:
         """``pairs`` interleaved runs (ABAB) of the baseline worktree ``wt_a`` and a candidate's ``wt_b``."""
         runs = PairedRuns()
+        order: tuple[tuple[Path, Literal["baseline", "candidate"]], ...] = ((wt_a, "baseline"), (wt_b, "candidate"))
         for _ in range(pairs):
-            for wt, into, side in ((wt_a, runs.baseline, "baseline"), (wt_b, runs.candidate, "candidate")):
+            for wt, side in order:
                 got, _, _ = self._sample(wt, manifest, 1, log)
                 if isinstance(got, RunOutcome):
                     runs.failed_side, runs.failure = side, got.detail
                     return runs
-                into.extend(got)
+                (runs.baseline if side == "baseline" else runs.candidate).extend(got)
         return runs
 
     def _failed(self, result: dict[str, Any], plan: dict[str, Any], category: str, detail: str,
