@@ -5,8 +5,9 @@
 thread gathers the waiting requests and submits them as one Message Batch when no new request has
 arrived for ``quiet_s`` seconds, or at once when ``max_size`` requests are waiting. Each batch then has
 a thread of its own that polls ``retrieve`` until ``processing_status`` is ``ended``, first after ``poll_s``
-seconds, then at intervals that grow by half each time up to ``poll_max_s`` (calling ``on_progress(batch_id, counts)`` after every poll), reads the results and resolves
-each waiter by ``custom_id``: with the SDK's ``Message`` when the request succeeded, or with a
+seconds, then at intervals that grow by half each time up to ``poll_max_s`` (calling
+``on_progress(batch_id, counts)`` after every poll), reads the results and resolves each waiter by
+``custom_id``: with the SDK's ``Message`` when the request succeeded, or with a
 :class:`~harness.errors.ModelCallError` for that request alone when it errored, expired or was canceled.
 
 This module never imports the SDK: :mod:`harness.llm` passes in ``sdk.messages.batches`` (anything with
