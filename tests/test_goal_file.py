@@ -29,6 +29,8 @@ def test_the_demo_goal_parses() -> None:
     assert "optimization" in goal.family_tags
     assert (goal.agents.planners, goal.agents.executors) == (2, 4)
     assert goal.acceptance.significance == "mann_whitney"
+    assert (goal.benchmark.result, goal.benchmark.score_from, goal.benchmark.held_back) == ("channel", "output", None)
+    assert goal.sandbox.env == () and goal.sandbox.executor_network is False
     ideas = list_ideas(DEMO)
     assert [i.fields["approach_family"] for i in ideas] == [
         "optimization", "micro_tuning", "testing", "architecture", "documentation"]
@@ -56,6 +58,15 @@ def test_the_demo_goal_parses() -> None:
     ("- goals/synth/bench.py", "- /etc/passwd", "sealed_paths: '/etc/passwd' is not a path inside the repository"),
     ("## Objective\nRaise VALUE in goals/synth/app/value.py.\n", "## Objective\n\n", "objective: is empty"),
     ("## Sealed paths\n- goals/synth/bench.py\n- goals/synth/goal.md\n", "", "sealed_paths: missing section"),
+    ("- timeout: 20", "- result: stderr", "benchmark.result: expected 'channel' or 'stdout', got 'stderr'"),
+    ("- timeout: 20", "- score_from: clock", "benchmark.score_from: expected 'output' or 'cpu_time' or 'wall_time'"),
+    ("- env: SYNTH_NOISE_COUNTER, SYNTH_BENCH_SLEEP", "- env: MY-TOKEN",
+     "sandbox.env: 'MY-TOKEN' is not an environment variable name (fix: list names separated by commas"),
+    ("- env: SYNTH_NOISE_COUNTER, SYNTH_BENCH_SLEEP", "- network: on", "sandbox.network: unknown field "
+     "(fix: known fields: env, executor_network, memory_mb, read, write)"),
+    ("- env: SYNTH_NOISE_COUNTER, SYNTH_BENCH_SLEEP", "- executor_network: maybe",
+     "sandbox.executor_network: expected on or off, got 'maybe'"),
+    ("- env: SYNTH_NOISE_COUNTER, SYNTH_BENCH_SLEEP", "- memory_mb: 0", "sandbox.memory_mb: expected a positive"),
 ])
 def test_goal_mistakes_are_one_line_errors_naming_file_and_field(tmp_path: Path, old: str, new: str,
                                                                   message: str) -> None:

@@ -212,13 +212,21 @@ def test_ctrl_c_leaves_no_worktrees_and_the_next_run_resumes(tmp_path: Path) -> 
 # ---------------------------------------------------------------------------------------------- noise
 
 
+def _noise_counter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """SYNTH_NOISE_COUNTER in a folder of its own, which the goal declares writable in its sandbox."""
+    folder = tmp_path / "noise"
+    folder.mkdir()
+    monkeypatch.setenv("SYNTH_NOISE_COUNTER", str(folder / "runs"))
+    return folder
+
+
 def test_a_gain_within_the_noise_is_not_merged_and_a_real_one_is(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SYNTH_NOISE_COUNTER", str(tmp_path / "runs"))  # the same noise on every test run
+    noise = _noise_counter(tmp_path, monkeypatch)  # the same noise on every test run
     ideas = {"a_tiny.md": value_idea("Tiny", "data", 10.0, 10.3),
              "b_big.md": value_idea("Big", "optimization", 10.0, 30.0)}
     goal = goal_repo(tmp_path / "r", ideas=ideas, noise=1.0,
-                     goal_md=synth_goal_md(executors=1, noise_runs=6, confirm_pairs=5))
+                     goal_md=synth_goal_md(executors=1, noise_runs=6, confirm_pairs=5, writable=noise))
     lines: list[str] = []
     summary = improve(goal, 2, echo=lines.append, plots=False)
     assert summary.statuses == ["no_improvement", "merged"]
@@ -239,10 +247,10 @@ def test_one_unlucky_run_is_measured_again_in_pairs_before_it_is_called_a_regres
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # runs 0-4 (the baseline) draw 10 + [0.94, 1.29, 2.34, 0.09, 0.04]: median 10.94, spread 0.95, so more than
     # 1.9 worse is suspect; the candidate's first run draws 10 - 1.18 (2.12 worse); runs 6-13 are the pairs
-    monkeypatch.setenv("SYNTH_NOISE_COUNTER", str(tmp_path / "runs"))
+    noise = _noise_counter(tmp_path, monkeypatch)
     unchanged = value_idea("Same value", "documentation", 10.0, 10.0, body="VALUE = 10.0  # unchanged")
     goal = goal_repo(tmp_path / "r", ideas={"a.md": unchanged}, noise=1.0,
-                     goal_md=synth_goal_md(executors=1, noise_runs=5))
+                     goal_md=synth_goal_md(executors=1, noise_runs=5, writable=noise))
     lines: list[str] = []
     assert improve(goal, 1, echo=lines.append, plots=False).statuses == ["no_improvement"]
     result = load(tmp_path / "r/WORK/improve/synth/results/round_1/executor_1.json")

@@ -15,7 +15,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from harness.tournament import critic, schemas, stats
-from harness.tournament.benchmark import SealedManifest, SealedPaths, parse_output, run_benchmark
+from harness.tournament.benchmark import BenchmarkSite, SealedManifest, SealedPaths, parse_output, run_benchmark
+from harness.tournament.confine import GoalSandbox
 from harness.tournament.executors import ModelExecutor
 from harness.tournament.gitops import GitRepo
 from harness.tournament.goal import BenchmarkSpec, load_goal
@@ -129,31 +130,70 @@ def test_the_manifest_restores_sealed_files_and_notices_changes(tmp_path: Path) 
 # ---------------------------------------------------------------------------------------------- benchmark runs
 
 
-def _script(tmp_path: Path, body: str) -> BenchmarkSpec:
+def _box(tmp_path: Path, body: str, **benchmark: str) -> GoalSandbox:
+    """A goal in ``tmp_path`` whose benchmark is ``body`` (b.py), with 0.5 s to run."""
     (tmp_path / "b.py").write_text(textwrap.dedent(body))
-    return BenchmarkSpec(command="{python} b.py", timeout_s=0.5)
+    fields = "".join(f"- {k}: {v}\n" for k, v in {"timeout": "0.5", **benchmark}.items())
+    md = synth_goal_md().replace("- command: {python} goals/synth/bench.py\n- timeout: 20\n",
+                                 f"- command: {{python}} b.py\n{fields}")
+    path = tmp_path / "goals" / "synth" / "goal.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(md)
+    return GoalSandbox(load_goal(path), tmp_path, tmp_path / ".git", tmp_path)
+
+
+def _run(box: GoalSandbox, cancel: threading.Event | None = None):  # noqa: ANN202
+    return run_benchmark(box, BenchmarkSite(box.repo_root), cancel=cancel)
+
+
+CHANNEL = "import os; out = open(os.environ['HARNESS_RESULT_FILE'], 'w'); "
 
 
 @pytest.mark.parametrize(("body", "kind", "detail"), [
-    ("print('{\"score\": 3, \"sub_scores\": {\"a\": 1}}')", "ok", ""),
-    ("print('no score here')", "parse_error", "no JSON object line"),
-    ("print('{\"score\": \"fast\"}')", "parse_error", "score is not a number"),
+    (CHANNEL + "out.write('{\"score\": 3, \"sub_scores\": {\"a\": 1}}')", "ok", ""),
+    (CHANNEL + "out.write('no score here')", "parse_error", "no JSON object line"),
+    (CHANNEL + "out.write('{\"score\": \"fast\"}')", "parse_error", "score is not a number"),
+    ("print('{\"score\": 3}')", "parse_error", "wrote nothing to its result channel (HARNESS_RESULT_FD) (it "
+                                                 "printed a result on stdout"),
+    (CHANNEL + "out.write('{\"score\": 3}\\n{\"score\": 1}\\n')", "tampered",
+     "the result channel received 2 results"),
     ("import sys; sys.exit(3)", "error", "the benchmark exited 3"),
     ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", "oom", "most likely out of memory"),
     ("import sys; sys.exit(137)", "oom", "exit 137"),
     ("import time; time.sleep(30)", "timeout", "ran longer than 0.5 s"),
 ])
 def test_benchmark_outcomes_are_classified(tmp_path: Path, body: str, kind: str, detail: str) -> None:
-    outcome = run_benchmark(_script(tmp_path, body), tmp_path)
-    assert outcome.kind == kind and detail in outcome.detail
+    outcome = _run(_box(tmp_path, body))
+    assert outcome.kind == kind and detail in outcome.detail, outcome
     if kind == "ok":
         assert outcome.score == 3 and outcome.sub_scores == {"a": 1.0}
 
 
+def test_stdout_is_read_only_when_the_goal_trusts_it(tmp_path: Path) -> None:
+    outcome = _run(_box(tmp_path, "print('{\"score\": 3}')", result="stdout"))
+    assert outcome.kind == "ok" and outcome.score == 3
+
+
+def test_cpu_time_is_measured_from_outside_and_counts_background_work(tmp_path: Path) -> None:
+    # the program hands its work to a child it never waits for, and reports a fast time of its own
+    body = CHANNEL + textwrap.dedent("""\
+        import subprocess, sys, time
+        subprocess.Popen([sys.executable, "-c", "sum(i * i for i in range(3_000_000))"])
+        out.write('{"score": 0.001, "sub_scores": {"ok": 1}}')
+        out.close()
+        time.sleep(0.6)
+        """)
+    outcome = _run(_box(tmp_path, body, score_from="cpu_time", timeout="20"))
+    assert outcome.kind == "ok" and outcome.sub_scores == {"ok": 1.0}
+    assert outcome.score is not None and outcome.score > 100.0, outcome  # ms: the child's work counts
+
+
 def test_benchmark_secrets_are_not_passed_to_the_benchmark(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret")
-    spec = _script(tmp_path, "import os, json; print(json.dumps({'score': len(os.environ.get('ANTHROPIC_API_KEY', ''))}))")
-    assert run_benchmark(spec, tmp_path).score == 0
+    monkeypatch.setenv("DB_PASS", "hunter2-hunter2")
+    box = _box(tmp_path, CHANNEL + "import json; out.write(json.dumps({'score': len(os.environ.get('ANTHROPIC_API_KEY', "
+                         "'') + os.environ.get('DB_PASS', ''))}))")
+    assert _run(box).score == 0
 
 
 def test_regex_scores() -> None:
@@ -168,7 +208,7 @@ def test_a_cancelled_run_stops(tmp_path: Path) -> None:
     cancel = threading.Event()
     cancel.set()
     with pytest.raises(KeyboardInterrupt):
-        run_benchmark(_script(tmp_path, "print(1)"), tmp_path, cancel=cancel)
+        _run(_box(tmp_path, "print(1)"), cancel)
 
 
 # ---------------------------------------------------------------------------------------------- critic
@@ -292,7 +332,9 @@ def test_model_executor_tools_stay_in_the_worktree(tmp_path: Path) -> None:
     goal_dir = goal_repo(tmp_path / "r", ideas={})
     goal = load_goal(goal_dir / "goal.md")
     access = SimpleNamespace(available=True, model="m", client=None)
-    ex = ModelExecutor(goal, {"plan_id": "round_1_x"}, tmp_path / "r", tmp_path / "log", access, threading.Event())
+    box = GoalSandbox(goal, tmp_path / "r", tmp_path / "r" / ".git", tmp_path / "r")
+    ex = ModelExecutor(goal, {"plan_id": "round_1_x"}, tmp_path / "r", tmp_path / "log", access, threading.Event(),
+                       box)
     assert ex.call_tool("read_file", {"path": "goals/synth/app/value.py"}) == ("VALUE = 10.0\n", False)
     assert ex.call_tool("read_file", {"path": "../../etc/passwd"})[0].startswith("refused: ../../etc/passwd: outside")
     assert ex.call_tool("read_file", {"path": ".git/config"})[0].startswith("refused")

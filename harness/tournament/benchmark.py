@@ -1,31 +1,34 @@
-"""The sealed benchmark: run the goal's command with a timeout, read its score, and make sure no
-candidate can fool it (a SHA-256 manifest of the sealed paths, restored before every run)."""
+"""The sealed benchmark: run the goal's command confined, read its score from a channel the harness
+opens, and make sure no candidate can fool it.
+
+* A SHA-256 manifest of the sealed paths is taken at the baseline commit; every run gets the manifest's
+  bytes laid read-only over the sealed paths of its worktree, never the candidate's.
+* The score comes from the result channel (``HARNESS_RESULT_FD``), which must hold exactly one result,
+  or, with ``score_from: cpu_time``, from the CPU time of the run measured from outside its sandbox.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import math
-import os
 import re
 import shlex
+import shutil
 import signal
-import subprocess
 import sys
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.sandbox import Finished
+from harness.tournament.confine import GoalSandbox
 from harness.tournament.gitops import GitRepo
 from harness.tournament.goal import BenchmarkSpec
 
 # Benchmark runs take turns so that timings do not compete for the CPU (parallel executors still
 # do their editing and model work at the same time).
 BENCHMARK_LOCK = threading.Lock()
-_ACTIVE: set[subprocess.Popen[str]] = set()
-_ACTIVE_LOCK = threading.Lock()
-_SECRET_ENV = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
 
 
 def glob_to_regex(glob: str) -> re.Pattern[str]:
@@ -84,16 +87,38 @@ class SealedManifest:
     def to_json(self) -> dict[str, object]:
         return {"commit": self.commit, "globs": list(self.sealed.globs), "sha256": dict(sorted(self.digests.items()))}
 
+    def materialize(self, folder: Path) -> None:
+        """Write the sealed files under ``folder`` (outside any worktree), the copies runs are given."""
+        for path, data in self._content.items():
+            target = folder / path
+            if target.is_file() and not target.is_symlink() and target.read_bytes() == data:
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.unlink(missing_ok=True)
+            target.write_bytes(data)
+
+    def overlays(self, folder: Path, worktree: Path) -> tuple[tuple[Path, str], ...]:
+        """Each sealed file of :meth:`materialize`'s ``folder``, laid read-only over its path in ``worktree``."""
+        return tuple((folder / path, str(worktree / path)) for path in sorted(self._content))
+
     def restore(self, worktree: Path, repo: GitRepo) -> None:
-        """Put the baseline's sealed files back in ``worktree`` and remove sealed files it does not have."""
+        """Put the baseline's sealed files back in ``worktree`` and remove sealed files it does not have.
+
+        Links are replaced, never followed: a candidate that turned a sealed path into a link to a file
+        of the user's must not have the harness write there.
+        """
         listed = repo.git("ls-files", "--cached", "--others", cwd=worktree).stdout.splitlines()
         for path in self.sealed.filter(listed):
             if path not in self._content:
                 (worktree / path).unlink(missing_ok=True)
         for path, data in self._content.items():
             target = worktree / path
-            if not target.is_file() or target.read_bytes() != data:
+            _refuse_links_above(worktree, target)
+            if target.is_symlink() or not target.is_file() or target.read_bytes() != data:
                 target.parent.mkdir(parents=True, exist_ok=True)
+                if target.is_dir() and not target.is_symlink():
+                    shutil.rmtree(target)
+                target.unlink(missing_ok=True)
                 target.write_bytes(data)
 
     def verify(self, worktree: Path, repo: GitRepo) -> list[str]:
@@ -101,16 +126,25 @@ class SealedManifest:
         bad = []
         for path, digest in self.digests.items():
             target = worktree / path
-            if not target.is_file() or hashlib.sha256(target.read_bytes()).hexdigest() != digest:
+            if target.is_symlink() or not target.is_file() or hashlib.sha256(target.read_bytes()).hexdigest() != digest:
                 bad.append(path)
         listed = repo.git("ls-files", "--cached", "--others", cwd=worktree).stdout.splitlines()
         bad.extend(p for p in self.sealed.filter(listed) if p not in self.digests and (worktree / p).exists())
         return sorted(set(bad))
 
 
+def _refuse_links_above(worktree: Path, target: Path) -> None:
+    """A folder on the way to a sealed file that is a link would take the restore out of the worktree."""
+    folder = target.parent
+    while folder != worktree and worktree in folder.parents:
+        if folder.is_symlink():
+            folder.unlink()
+        folder = folder.parent
+
+
 @dataclass
 class RunOutcome:
-    """One benchmark run: ``kind`` is ok, error, timeout, oom or parse_error."""
+    """One benchmark run: ``kind`` is ok, error, timeout, oom, parse_error, sealed or tampered."""
 
     kind: str
     score: float | None = None
@@ -120,85 +154,127 @@ class RunOutcome:
     exit_code: int | None = None
     seconds: float = 0.0
     detail: str = ""
+    cpu_ms: float = 0.0
+    result: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.kind == "ok"
+
+    @property
+    def raw(self) -> str:
+        """The output the score was read from: the result channel's, else stdout."""
+        return self.result if self.result is not None else self.stdout
+
+
+@dataclass(frozen=True)
+class BenchmarkSite:
+    """Where one benchmark run happens: a worktree (or the checkout), the sealed files laid over it
+    read-only, and whether the goal's held-back inputs are shown (only to the winner's confirmation)."""
+
+    worktree: Path
+    subdir: Path = Path(".")
+    overlays: tuple[tuple[Path, str], ...] = ()
+    held_back: bool = False
 
 
 def benchmark_argv(spec: BenchmarkSpec) -> list[str]:
     return [part.replace("{python}", sys.executable) for part in shlex.split(spec.command)]
 
 
-def _clean_env(worktree: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not _SECRET_ENV.search(k)}
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["HARNESS_WORKTREE"] = str(worktree)
-    env.pop("PYTHONPATH", None)
-    return env
-
-
-def run_benchmark(spec: BenchmarkSpec, worktree: Path, *, cancel: threading.Event | None = None) -> RunOutcome:
-    """Run the benchmark command once in ``worktree`` and read its score."""
+def run_benchmark(goal_box: GoalSandbox, site: BenchmarkSite, *,
+                  cancel: threading.Event | None = None) -> RunOutcome:
+    """Run the goal's benchmark once, confined, and read its score from the channel the harness opened."""
+    spec = goal_box.goal.benchmark
     argv = benchmark_argv(spec)
-    started = time.monotonic()
+    confinement = goal_box.confinement(site.worktree, cwd=site.worktree / site.subdir, overlays=site.overlays,
+                                       held_back=site.held_back)
     with BENCHMARK_LOCK:
         if cancel is not None and cancel.is_set():
             raise KeyboardInterrupt
-        try:
-            proc = subprocess.Popen(argv, cwd=worktree, env=_clean_env(worktree), stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, start_new_session=True)
-        except OSError as exc:
-            return RunOutcome("error", detail=f"cannot start {argv[0]!r}: {exc.strerror or exc}")
-        with _ACTIVE_LOCK:
-            _ACTIVE.add(proc)
-        try:
-            stdout, stderr = proc.communicate(timeout=spec.timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            stdout, stderr = proc.communicate()
-            return RunOutcome("timeout", stdout=stdout, stderr=stderr, seconds=time.monotonic() - started,
-                              detail=f"the benchmark ran longer than {spec.timeout_s:g} s and was stopped")
-        except BaseException:
-            _kill_group(proc)
-            proc.communicate()
-            raise
-        finally:
-            with _ACTIVE_LOCK:
-                _ACTIVE.discard(proc)
-    if cancel is not None and cancel.is_set():
-        raise KeyboardInterrupt
-    seconds = time.monotonic() - started
-    code = proc.returncode
-    if code in (137, -signal.SIGKILL):
-        return RunOutcome("oom", stdout=stdout, stderr=stderr, exit_code=code, seconds=seconds,
-                          detail=f"the benchmark was killed (exit {code}), most likely out of memory")
+        run = goal_box.box.run(argv, confinement, goal_box.limits(spec.timeout_s), result_channel=True,
+                               cancel=cancel)
+    return classify(spec, run)
+
+
+def classify(spec: BenchmarkSpec, run: Finished) -> RunOutcome:
+    """What one run of the benchmark came to, and its score."""
+    seconds = run.wall_ms / 1000.0
+    outcome = RunOutcome("ok", stdout=run.stdout, stderr=run.stderr, exit_code=run.exit_code, seconds=seconds,
+                         cpu_ms=run.cpu_ms, result=run.result)
+    code = run.exit_code
+    if run.timed_out:
+        outcome.kind, outcome.detail = "timeout", f"the benchmark ran longer than {spec.timeout_s:g} s and was stopped"
+        return outcome
+    if code in (137, 128 + signal.SIGKILL):
+        outcome.kind = "oom"
+        outcome.detail = f"the benchmark was killed (exit {code}), most likely out of memory"
+        return outcome
+    if code == 128 + signal.SIGXCPU:
+        outcome.kind, outcome.detail = "timeout", "the benchmark used up its CPU time limit"
+        return outcome
     if code != 0:
-        tail = _last_line(stderr) or _last_line(stdout) or "no output"
-        return RunOutcome("error", stdout=stdout, stderr=stderr, exit_code=code, seconds=seconds,
-                          detail=f"the benchmark exited {code}: {tail}")
+        tail = _last_line(run.stderr) or _last_line(run.stdout) or "no output"
+        outcome.kind, outcome.detail = "error", f"the benchmark exited {code}: {tail}"
+        return outcome
     try:
-        score, subs = parse_output(spec, stdout)
+        score, subs = read_score(spec, run)
+    except Tampered as exc:
+        outcome.kind, outcome.detail = "tampered", str(exc)
+        return outcome
     except ValueError as exc:
-        return RunOutcome("parse_error", stdout=stdout, stderr=stderr, exit_code=code, seconds=seconds,
-                          detail=str(exc))
-    return RunOutcome("ok", score=score, sub_scores=subs, stdout=stdout, stderr=stderr, exit_code=code,
-                      seconds=seconds)
+        outcome.kind, outcome.detail = "parse_error", str(exc)
+        return outcome
+    outcome.score, outcome.sub_scores = score, subs
+    return outcome
 
 
-def kill_active() -> None:
-    """Stop every benchmark still running (Ctrl-C: they run in their own sessions and miss SIGINT)."""
-    with _ACTIVE_LOCK:
-        procs = list(_ACTIVE)
-    for proc in procs:
-        _kill_group(proc)
+class Tampered(ValueError):
+    """The result channel holds more than the benchmark's one result: other code wrote to it."""
 
 
-def _kill_group(proc: subprocess.Popen[str]) -> None:
+def read_score(spec: BenchmarkSpec, run: Finished) -> tuple[float, dict[str, float]]:
+    """The score and sub-scores of a finished run, by the goal's ``result`` and ``score_from``."""
+    if spec.result == "channel":
+        text = run.result or ""
+        if not text.strip() and spec.score_from == "output":
+            hint = (" (it printed a result on stdout, which any code the benchmark imports can print too: write it "
+                    "to the file named by HARNESS_RESULT_FILE, or set '- result: stdout' in goal.md to trust stdout)"
+                    if _looks_like_a_result(spec, run.stdout) else "")
+            raise ValueError(f"the benchmark wrote nothing to its result channel (HARNESS_RESULT_FD){hint}")
+        if _results_in(spec, text) > 1:
+            raise Tampered(f"the result channel received {_results_in(spec, text)} results where the benchmark "
+                           "writes one: code the benchmark imported wrote to it too")
+    else:
+        text = run.stdout
+    measured = {"cpu_time": run.cpu_ms, "wall_time": run.wall_ms}.get(spec.score_from)
+    if measured is not None:
+        subs = parse_output(spec, text)[1] if text.strip() else {}
+        return round(measured, 3), subs
+    return parse_output(spec, text)
+
+
+def _results_in(spec: BenchmarkSpec, text: str) -> int:
+    if spec.parse == "regex":
+        assert spec.score_regex is not None
+        return len(re.findall(spec.score_regex, text, re.MULTILINE))
+    count = 0
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                count += isinstance(json.loads(line), dict)
+            except json.JSONDecodeError:
+                continue
+    return count
+
+
+def _looks_like_a_result(spec: BenchmarkSpec, stdout: str) -> bool:
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
+        parse_output(spec, stdout)
+    except ValueError:
+        return False
+    return True
 
 
 def _last_line(text: str | None) -> str:

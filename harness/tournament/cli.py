@@ -19,13 +19,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         help="iterations to run (default: 1)")
     parser.add_argument("--no-plots", dest="plots", action="store_false",
                         help="do not plot trajectories at the end (default: plot when harness.tracking is there)")
+    parser.add_argument("--approve", dest="approve", action="append", default=[], metavar="PLAN",
+                        help="let this plan (its plan id, or the idea file it comes from) be merged although its "
+                             "change reaches into the measurement, and run it although SafetyGuard warned; "
+                             "repeatable (default: none)")
+    parser.add_argument("--allow-unconfined", dest="allow_unconfined", action="store_true",
+                        help="where no sandbox can be made, run commands from models and ideas anyway, unconfined "
+                             "(default: refuse them)")
     parser.set_defaults(handler=run_improve)
 
 
 def run_improve(args: argparse.Namespace) -> int:
     from harness.tournament.loop import improve
 
-    summary = improve(args.goal, args.iterations, plots=args.plots, echo=lambda line: print(line, flush=True))
+    summary = improve(args.goal, args.iterations, plots=args.plots, echo=lambda line: print(line, flush=True),
+                      approve=tuple(args.approve), allow_unconfined=args.allow_unconfined)
     if summary.iterations:
         print(f"done: {len(summary.iterations)} iteration(s): "
               + ", ".join(f"{i}={s}" for i, s in zip(summary.iterations, summary.statuses)))

@@ -5,6 +5,12 @@ h002  the approach family has not won the last N iterations in a row (N = goal's
 h003  no two plans of a round share an approach family (the first one keeps its place)
 schema_valid   the plan matches the plan schema and names a family of the goal's taxonomy
 history_aware  the plan does not repeat an earlier attempt and refers only to plans that exist
+
+and, on every candidate's change as committed (whatever executor made it), :func:`measurement_flags`:
+what in it reaches into the measurement (timers, ``atexit``, stdout, the standard library, import
+hooks, ``.pth``, ``sitecustomize``, ``conftest.py``, the result channel). Such a candidate is not merged
+without the user's explicit approval. The flags are an early warning; the sandbox, the sealed files laid
+over every run and the result channel are what the score rests on (docs/tournament.md, threat model).
 """
 
 from __future__ import annotations
@@ -23,6 +29,25 @@ _JOINERS = re.compile(r";|\b(and also|additionally|as well as|in addition|furthe
 _PREDICTIONS = re.compile(r"\b(should|will|would)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
 _PLAN_REF = re.compile(r"\bround_[0-9]+_[a-z][a-z0-9_]*\b")
+
+# Files that change how Python or pytest start, whatever they contain.
+_STARTUP_FILES = re.compile(r"(^|/)(sitecustomize\.py|usercustomize\.py|conftest\.py|[^/]*\.pth)$")
+_STDLIB = r"(?:time|os|sys|io|json|math|random|builtins|subprocess|resource|signal|gc|atexit|importlib|timeit)"
+# (what it reaches, pattern over one added line)
+_MEASUREMENT_LINES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((what, re.compile(pattern)) for what, pattern in (
+    ("a timer", r"\b(perf_counter|process_time|thread_time|monotonic|time_ns|getrusage|os\.times)\b|\btime\.time\b"
+                r"|\btimeit\b"),
+    ("an exit hook", r"\batexit\b|\bos\._exit\b|\bsys\.exitfunc\b"),
+    ("stdout or stderr", r"\bsys\.(__)?std(out|err)(__)?\s*=(?!=)|\bsys\.std(out|err)\.\w+\s*=(?!=)"
+                         r"|\bredirect_std(out|err)\b|\bos\.dup2?\b"),
+    ("the standard library", rf"\b{_STDLIB}\.\w+(\.\w+)*\s*=(?!=)|\bsetattr\(\s*{_STDLIB}\b|__builtins__"
+                             r"|\bimport\s+builtins\b|\bfrom\s+builtins\s+import\b"),
+    ("the import system", r"\bsys\.(meta_path|path_hooks|path_importer_cache|modules)\b|\b__import__\b"
+                          r"|\bimportlib\.(abc|machinery)\b"),
+    ("the caller's frames", r"\bsys\._getframe\b|\binspect\.(stack|currentframe|getouterframes)\b"
+                            r"|\bgc\.get_referrers\b|\bctypes\b"),
+    ("the result channel", r"HARNESS_|/dev/fd/|/proc/self/fd"),
+))
 
 
 @dataclass(frozen=True)
@@ -133,13 +158,38 @@ def _history_check(plan: dict[str, Any], prior: list[PriorAttempt], known_ids: s
 
 
 def prior_attempts(history: list[dict[str, Any]]) -> list[PriorAttempt]:
-    """Every plan tried in the recorded iterations (winners and losers)."""
+    """Every plan tried in the recorded iterations (winners and losers). A plan the executor could not carry
+    out (``infrastructure``: no model, refused by SafetyGuard or for want of a sandbox) never tested its
+    hypothesis, so it is not an attempt a new plan repeats."""
     out = []
     for record in history:
         entries = ([("winner", record["winner"])] if record.get("winner") else []) + [
             ((loser.get("failure_analysis") or {}).get("category", "lost"), loser) for loser in record.get("losers", [])]
         for outcome, entry in entries:
+            if outcome == "infrastructure":
+                continue
             out.append(PriorAttempt(plan_id=entry["plan_id"], hypothesis=entry.get("hypothesis", ""),
                                     approach_family=entry.get("approach_family", ""),
                                     diff_sha256=entry.get("diff_sha256"), outcome=outcome))
     return out
+
+
+def measurement_flags(diff: str) -> list[str]:
+    """What a unified diff reaches into that the measurement depends on, one line each, e.g.
+    ``an exit hook: goals/x/program/app.py: +atexit.register(report)``. Empty when nothing does."""
+    flags: list[str] = []
+    path = ""
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            path = line[4:].strip().removeprefix("b/")
+            if path != "/dev/null" and _STARTUP_FILES.search(path):
+                flags.append(f"a file Python or pytest runs at start-up: {path}")
+            continue
+        if not line.startswith("+") or path == "/dev/null":
+            continue
+        code = line[1:].strip()
+        for what, pattern in _MEASUREMENT_LINES:
+            if pattern.search(code):
+                flags.append(f"{what}: {path}: +{code[:120]}")
+                break
+    return list(dict.fromkeys(flags))

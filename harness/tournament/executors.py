@@ -2,18 +2,18 @@
 
 * ``diff``: a plan carrying a unified diff is applied with ``git apply``;
 * ``model``: a model edits files through tools that cannot leave the worktree; every command it
-  proposes passes the :class:`~harness.tournament.safety.SafetyGuard` blocklist first;
-* ``command``: the goal's ``executor_command`` (e.g. a coding agent CLI) runs in the worktree with the
-  plan's JSON file at ``{plan}``.
+  proposes is checked by :class:`~harness.tournament.safety.SafetyGuard` and runs in the sandbox;
+* ``command``: the goal's ``executor_command`` (e.g. a coding agent CLI) runs in the sandbox, in the
+  worktree, with the plan's JSON file at ``{plan}``.
+
+Commands run only in the sandbox (:mod:`harness.sandbox`): where none can be made, they are refused
+unless the user passed ``--allow-unconfined``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import signal
-import subprocess
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -22,7 +22,8 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.tournament.agents import ZERO_COST, CostMeter, ModelAccess, goal_summary
-from harness.tournament.benchmark import SealedPaths, _clean_env
+from harness.tournament.benchmark import SealedPaths
+from harness.tournament.confine import GoalSandbox
 from harness.tournament.gitops import GitError, GitRepo
 from harness.tournament.goal import Goal
 from harness.tournament.safety import SafetyGuard
@@ -30,6 +31,8 @@ from harness.tournament.store import append_log
 
 _MAX_READ = 40_000
 _MAX_OUTPUT = 8_000
+_COMMAND_TIMEOUT_S = 120.0
+PLAN_INSIDE = "/tmp/harness/plan.json"  # where a confined executor_command finds the plan
 
 
 @dataclass
@@ -53,7 +56,8 @@ def executor_kind(plan: dict[str, Any], goal: Goal) -> str:
 
 
 def make_change(kind: str, *, repo: GitRepo, goal: Goal, plan: dict[str, Any], worktree: Path, log: Path,
-                access: ModelAccess | None, cancel: threading.Event, plan_file: Path) -> ChangeOutcome:
+                access: ModelAccess | None, cancel: threading.Event, plan_file: Path,
+                box: GoalSandbox) -> ChangeOutcome:
     if kind == "diff":
         try:
             repo.apply_diff(worktree, plan["diff"])
@@ -61,42 +65,36 @@ def make_change(kind: str, *, repo: GitRepo, goal: Goal, plan: dict[str, Any], w
             return ChangeOutcome("diff", False, str(exc), "scope_error")
         return ChangeOutcome("diff", True, "applied the plan's diff with git apply")
     if kind == "command":
-        return _run_command_executor(goal, worktree, log, cancel, plan_file)
+        return _run_command_executor(goal, worktree, log, cancel, plan_file, box)
     if access is None or not access.available:
         reason = access.skip_reason if access else "no model access"
         return ChangeOutcome("model", False, f"the plan has no diff and the model-driven executor was skipped "
                                              f"({reason}); add a diff or an executor_command", "infrastructure")
-    return ModelExecutor(goal, plan, worktree, log, access, cancel).run()
+    return ModelExecutor(goal, plan, worktree, log, access, cancel, box).run()
 
 
-def _run_command_executor(goal: Goal, worktree: Path, log: Path, cancel: threading.Event,
-                          plan_file: Path) -> ChangeOutcome:
+def _run_command_executor(goal: Goal, worktree: Path, log: Path, cancel: threading.Event, plan_file: Path,
+                          box: GoalSandbox) -> ChangeOutcome:
+    refused = box.may_run_commands()
+    if refused:
+        return ChangeOutcome("command", False, f"executor_command {refused}", "infrastructure")
     command = goal.agents.executor_command or ""
-    argv = [a.replace("{plan}", str(plan_file)).replace("{worktree}", str(worktree)).replace("{python}", sys.executable)
+    confined = box.box.available
+    plan_path = PLAN_INSIDE if confined else str(plan_file)
+    argv = [a.replace("{plan}", plan_path).replace("{worktree}", str(worktree)).replace("{python}", sys.executable)
             for a in shlex.split(command)]
-    env = _clean_env(worktree)
-    env["HARNESS_PLAN_FILE"] = str(plan_file)
-    try:
-        proc = subprocess.Popen(argv, cwd=worktree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, start_new_session=True)
-    except OSError as exc:
-        return ChangeOutcome("command", False, f"cannot start executor_command {argv[0]!r}: {exc}", "infrastructure")
-    try:
-        out, _ = proc.communicate(timeout=goal.agents.executor_timeout_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        append_log(log, out or "")
+    confinement = box.confinement(worktree, network=goal.sandbox.executor_network,
+                                  env={"HARNESS_PLAN_FILE": plan_path},
+                                  overlays=((plan_file, PLAN_INSIDE),) if confined else ())
+    run = box.box.run(argv, confinement, box.limits(goal.agents.executor_timeout_s, cpu=True), cancel=cancel,
+                      merge_stderr=True)
+    append_log(log, f"$ {command}\n{run.stdout}")
+    if run.timed_out:
         return ChangeOutcome("command", False, f"executor_command ran longer than "
                                                f"{goal.agents.executor_timeout_s:g} s", "timeout")
-    except BaseException:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise
-    append_log(log, f"$ {command}\n{out or ''}")
-    if proc.returncode != 0:
-        tail = (out or "").strip().splitlines()[-1:] or ["no output"]
-        return ChangeOutcome("command", False, f"executor_command exited {proc.returncode}: {tail[0][:300]}",
+    if run.exit_code != 0:
+        tail = run.stdout.strip().splitlines()[-1:] or ["no output"]
+        return ChangeOutcome("command", False, f"executor_command exited {run.exit_code}: {tail[0][:300]}",
                              "infrastructure")
     return ChangeOutcome("command", True, "executor_command finished")
 
@@ -116,17 +114,17 @@ class ModelExecutor:
          "input_schema": {"type": "object", "required": ["path", "old", "new"],
                           "properties": {"path": {"type": "string"}, "old": {"type": "string"},
                                          "new": {"type": "string"}}}},
-        {"name": "run_command", "description": "Run a shell command in the worktree (checked by a safety "
-                                               "blocklist; 120 s limit). Use it to run tests.",
+        {"name": "run_command", "description": "Run a shell command in the worktree, in a sandbox without "
+                                               "network (120 s limit). Use it to run tests.",
          "input_schema": {"type": "object", "required": ["command"], "properties": {"command": {"type": "string"}}}},
         {"name": "finish", "description": "Say you are done, with a one-line summary of the change.",
          "input_schema": {"type": "object", "required": ["summary"], "properties": {"summary": {"type": "string"}}}},
     ]
 
     def __init__(self, goal: Goal, plan: dict[str, Any], worktree: Path, log: Path, access: ModelAccess,
-                 cancel: threading.Event):
+                 cancel: threading.Event, box: GoalSandbox):
         self.goal, self.plan, self.worktree, self.log = goal, plan, worktree.resolve(), log
-        self.access, self.cancel = access, cancel
+        self.access, self.cancel, self.box = access, cancel, box
         self.guard = SafetyGuard(self.worktree)
         self.sealed = SealedPaths(goal.sealed_paths)
         self.meter = CostMeter()
@@ -229,10 +227,12 @@ class ModelExecutor:
         if not verdict.safe:
             self.blocked.append(command)
             return f"blocked by SafetyGuard: {verdict.reason()}", True
-        try:
-            proc = subprocess.run(["/bin/sh", "-c", command], cwd=self.worktree, env=_clean_env(self.worktree),
-                                  capture_output=True, text=True, timeout=120, start_new_session=True)
-        except subprocess.TimeoutExpired:
-            return "the command ran longer than 120 s and was stopped", True
-        out = (proc.stdout + proc.stderr)[-_MAX_OUTPUT:]
-        return f"exit {proc.returncode}\n{out}", proc.returncode != 0
+        refused = self.box.may_run_commands()
+        if refused:
+            self.blocked.append(command)
+            return refused, True
+        run = self.box.box.run(["/bin/sh", "-c", command], self.box.confinement(self.worktree),
+                               self.box.limits(_COMMAND_TIMEOUT_S, cpu=True), cancel=self.cancel, merge_stderr=True)
+        if run.timed_out:
+            return f"the command ran longer than {_COMMAND_TIMEOUT_S:g} s and was stopped", True
+        return f"exit {run.exit_code}\n{run.stdout[-_MAX_OUTPUT:]}", run.exit_code != 0

@@ -60,7 +60,7 @@ class GitRepo:
 
     # ------------------------------------------------------------------ plumbing
     def git(self, *args: str, cwd: Path | None = None, check: bool = True, ours: bool = False,
-            input: str | None = None) -> subprocess.CompletedProcess[str]:
+            input: str | None = None, errors: str = "strict") -> subprocess.CompletedProcess[str]:
         env = dict(os.environ)
         for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
             env.pop(key, None)
@@ -68,7 +68,7 @@ class GitRepo:
         if ours:
             env.update(_IDENTITY)
         proc = subprocess.run(cmd, cwd=cwd or self.root, capture_output=True, text=True, env=env, input=input,
-                              check=False)
+                              check=False, errors=errors)
         if check and proc.returncode != 0:
             detail = (proc.stderr or proc.stdout).strip().splitlines()
             raise GitError(f"git {' '.join(args[:3])} failed: {detail[-1] if detail else proc.returncode}")
@@ -96,6 +96,11 @@ class GitRepo:
         """Tracked files with staged or unstaged changes (untracked files do not count)."""
         out = self.git("status", "--porcelain", "--untracked-files=no").stdout
         return [line[3:] for line in out.splitlines() if line.strip()]
+
+    def changes(self) -> set[str]:
+        """Changed tracked files and untracked ones that are not ignored: what a stray write would add."""
+        out = self.git("status", "--porcelain", "--untracked-files=all").stdout
+        return {line[3:] for line in out.splitlines() if line.strip()}
 
     def require_clean_branch(self) -> str:
         """The checked-out branch's name; refuse a detached HEAD or a dirty working tree."""
@@ -136,6 +141,15 @@ class GitRepo:
     def changed_files(self, base: str, commit: str) -> list[str]:
         out = self.out("diff", "--name-only", "--no-renames", base, commit)
         return [line for line in out.splitlines() if line]
+
+    def diff(self, base: str, commit: str) -> str:
+        """The change from ``base`` to ``commit`` as a unified diff (binary files by name only)."""
+        # a candidate's file need not be UTF-8; the critic reads the diff as text all the same
+        return self.git("diff", "--no-renames", "--no-color", base, commit, errors="replace").stdout
+
+    def git_dir(self) -> Path:
+        """The repository's git folder, shared by its worktrees."""
+        return (self.root / self.out("rev-parse", "--git-common-dir")).resolve()
 
     def ls_tree(self, commit: str) -> list[str]:
         return [p for p in self.out("ls-tree", "-r", "--name-only", commit).splitlines() if p]

@@ -21,6 +21,7 @@ The format (docs/tournament.md has the full reference)::
     ## Stop conditions         max_iterations, target_score, plateau_window, circuit_breaker
     ## Acceptance              noise_runs, candidate_runs, confirm_pairs, min_effect, significance, alpha ...
     ## Critic                  family_streak
+    ## Sandbox                 env, read, write, executor_network, memory_mb
 """
 
 from __future__ import annotations
@@ -57,6 +58,22 @@ class BenchmarkSpec(_Frozen):
     sub_scores_key: str = "sub_scores"
     score_regex: str | None = None
     sub_score_regexes: tuple[tuple[str, str], ...] = ()
+    # where the output is read: the result channel the harness opens (HARNESS_RESULT_FD), which code the
+    # benchmark imports cannot fake without being caught, or stdout, which any such code can print to
+    result: Literal["channel", "stdout"] = "channel"
+    # the score: what the benchmark reports, or the time its processes took, measured from outside
+    score_from: Literal["output", "cpu_time", "wall_time"] = "output"
+    held_back: str | None = None  # a folder only the winner's confirmation runs see (HARNESS_HELD_BACK)
+
+
+class SandboxSpec(_Frozen):
+    """What the goal's commands may reach beyond the sandbox's defaults (docs/tournament.md)."""
+
+    env: tuple[str, ...] = ()          # variable names passed through to benchmarks and executors
+    read: tuple[str, ...] = ()         # extra read-only paths (relative to the project root, or absolute)
+    write: tuple[str, ...] = ()        # extra writable paths
+    executor_network: bool = False     # executors may reach the network (a coding agent's API); benchmarks never
+    memory_mb: int = 8192              # address space per process
 
 
 class PhaseTarget(_Frozen):
@@ -130,6 +147,7 @@ class Goal(_Frozen):
     agents: AgentsSpec = AgentsSpec()
     stop: StopConditions = StopConditions()
     acceptance: AcceptanceSpec = AcceptanceSpec()
+    sandbox: SandboxSpec = SandboxSpec()
     family_streak: int = 3
 
     @property
@@ -160,14 +178,15 @@ _SECTION_ALIASES = {
     "objective": "objective", "metric": "metric", "benchmark": "benchmark",
     "sealed paths": "sealed", "sealed": "sealed", "phases": "phases",
     "approach families": "families", "families": "families", "agents": "agents",
-    "stop conditions": "stop", "acceptance": "acceptance", "critic": "critic",
+    "stop conditions": "stop", "acceptance": "acceptance", "critic": "critic", "sandbox": "sandbox",
     "notes": "notes", "context": "notes",
 }
 _KEYS: dict[str, dict[str, str]] = {
     # section -> key -> kind
     "metric": {"name": "str", "direction": "direction"},
     "benchmark": {"command": "str", "timeout": "pos_float", "parse": "parse", "score_key": "str",
-                  "sub_scores_key": "str", "score_regex": "regex"},
+                  "sub_scores_key": "str", "score_regex": "regex", "result": "result",
+                  "score_from": "score_from", "held_back": "str"},
     "agents": {"planners": "nonneg_int", "executors": "pos_int", "architect_review": "bool",
                "executor_command": "str", "executor_max_steps": "pos_int", "executor_timeout": "pos_float",
                "model": "str", "temperature": "nonneg_float", "max_tokens": "pos_int"},
@@ -178,7 +197,12 @@ _KEYS: dict[str, dict[str, str]] = {
                    "post_merge_runs": "pos_int", "regression_tolerance": "nonneg_float",
                    "gate_tolerance": "nonneg_float"},
     "critic": {"family_streak": "pos_int"},
+    "sandbox": {"env": "names", "read": "paths", "write": "paths", "executor_network": "bool",
+                "memory_mb": "pos_int"},
 }
+_CHOICES = {"direction": ("maximize", "minimize"), "parse": ("json", "regex"), "result": ("channel", "stdout"),
+            "score_from": ("output", "cpu_time", "wall_time")}
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _FIELD_NAMES = {"timeout": "timeout_s", "executor_timeout": "executor_timeout_s"}
 _SECTION_FIELD = {"stop": "stop_conditions"}
 _BULLET = re.compile(r"^\s*[-*]\s+(?P<key>[A-Za-z_][\w.]*)\s*:\s*(?P<value>.*?)\s*$")
@@ -257,14 +281,17 @@ class _Parser:
             bad("a value")
         if kind in ("str",):
             return raw
-        if kind == "direction":
-            if raw.lower() not in ("maximize", "minimize"):
-                bad("'maximize' or 'minimize'")
+        if kind in _CHOICES:
+            if raw.lower() not in _CHOICES[kind]:
+                bad(" or ".join(f"'{c}'" for c in _CHOICES[kind]))
             return raw.lower()
-        if kind == "parse":
-            if raw.lower() not in ("json", "regex"):
-                bad("'json' or 'regex'")
-            return raw.lower()
+        if kind in ("names", "paths"):
+            items = tuple(_strip(part) for part in raw.split(",") if part.strip())
+            for item in items:
+                if kind == "names" and not _NAME.match(item):
+                    self.fail(line, field, f"{item!r} is not an environment variable name",
+                              "list names separated by commas, e.g. 'CARGO_HOME, MY_TOKEN'")
+            return items
         if kind == "significance":
             value = raw.lower().replace("-", "_").replace(" ", "_")
             if value not in ("mann_whitney", "bootstrap"):
@@ -436,6 +463,7 @@ def load_goal(path: Path | str) -> Goal:
     data["agents"] = AgentsSpec(**section_values("agents"))
     data["stop"] = StopConditions(**section_values("stop"))
     data["acceptance"] = AcceptanceSpec(**section_values("acceptance"))
+    data["sandbox"] = SandboxSpec(**section_values("sandbox"))
     critic = section_values("critic")
     if "family_streak" in critic:
         data["family_streak"] = critic["family_streak"]

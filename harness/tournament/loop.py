@@ -20,11 +20,14 @@ from typing import Any, Literal
 from harness.errors import ExitCode, HarnessConfigError, HarnessError
 from harness.tournament import agents, critic, stats
 from harness.tournament.agents import ModelAccess, add_costs
-from harness.tournament.benchmark import RunOutcome, SealedManifest, SealedPaths, kill_active, run_benchmark
+from harness.sandbox import kill_active
+from harness.tournament.benchmark import BenchmarkSite, RunOutcome, SealedManifest, SealedPaths, run_benchmark
+from harness.tournament.confine import UNCONFINED_FLAG, GoalSandbox
 from harness.tournament.executors import ChangeOutcome, executor_kind, make_change
 from harness.tournament.gitops import GitError, GitRepo
 from harness.tournament.goal import Goal, find_goal_file, load_goal
 from harness.tournament.ideas import Idea, list_ideas
+from harness.tournament.safety import SafetyGuard
 from harness.tournament.schemas import validate, write_record
 from harness.tournament.store import (
     Layout, StateStore, append_array, append_log, goal_entries, histories, now_iso, read_json, write_json_plain,
@@ -102,9 +105,11 @@ class Tournament:
     """Runs iterations of one goal; see :func:`improve`."""
 
     def __init__(self, goal: Goal, repo: GitRepo, *, echo: Callable[[str], None] = print,
-                 client: Any | None = None, interrupt_after: int | None = None):
+                 client: Any | None = None, interrupt_after: int | None = None, approve: tuple[str, ...] = (),
+                 allow_unconfined: bool = False):
         self.goal = goal
         self.repo = repo
+        self.approve = tuple(name.removesuffix(".md") for name in approve)
         self.layout = Layout(repo.root, goal.slug)
         self.store = StateStore(self.layout)
         self.echo = echo
@@ -116,13 +121,17 @@ class Tournament:
         self.ideas: list[Idea] = []
         self.want_plots = True
         # benchmark commands run where goals/ lives (the repository root in the usual layout)
-        self.subdir = goal.goal_dir.resolve().parent.parent.relative_to(repo.root)
+        project_root = goal.goal_dir.resolve().parent.parent
+        self.subdir = project_root.relative_to(repo.root)
+        self.box = GoalSandbox(goal, repo.root, repo.git_dir(), project_root, allow_unconfined=allow_unconfined)
+        self._manifests: dict[tuple[int, str], SealedManifest] = {}
 
     # ======================================================================================= the run
     def run(self, iterations: int) -> ImproveSummary:
         summary = ImproveSummary(goal=self.goal.slug)
         self.branch = self.repo.require_clean_branch()
         self.ideas = list_ideas(self.goal.goal_dir)  # a broken idea file stops the run before anything
+        self.box.check_held_back(self.repo)
         self.layout.ensure_ignored()
         with _run_lock(self.layout):
             stray = self.repo.remove_worktrees_under(self.layout.worktrees)
@@ -131,6 +140,7 @@ class Tournament:
             settings = self._sync_settings()
             self.echo(f"harness improve {self.goal.slug}: branch {self.branch} at {self.repo.head()[:7]}, "
                       f"{iterations} iteration(s); records in {self.layout.rel(self.layout.base)}/")
+            self.echo(self._sandbox_line())
             try:
                 for _ in range(iterations):
                     state = self.store.load()
@@ -170,6 +180,29 @@ class Tournament:
                 self.repo.remove_worktrees_under(self.layout.worktrees)
         summary.plots = self._plots()
         return summary
+
+    def _sandbox_line(self) -> str:
+        box = self.box.box
+        if box.available:
+            return box.describe()
+        if self.box.allow_unconfined:
+            return (f"{box.describe()}: benchmarks and commands from models and ideas run UNCONFINED "
+                    f"({UNCONFINED_FLAG})")
+        return (f"{box.describe()}: benchmarks run unconfined; commands from models and ideas are refused "
+                f"(pass {UNCONFINED_FLAG} to run them anyway); diffs still apply")
+
+    def _approved(self, plan_id: str) -> bool:
+        """The user approved this plan (``--approve``: its plan id, or the idea file it came from)."""
+        return any(plan_id == name or plan_id.endswith(f"_user_{name}") for name in self.approve)
+
+    def _manifest(self, n: int, commit: str) -> SealedManifest:
+        """The sealed files of ``commit``, written once under ``.sealed/round_N/`` for the runs to be given."""
+        key = (n, commit)
+        if key not in self._manifests:
+            manifest = SealedManifest.take(self.repo, commit, self.sealed)
+            manifest.materialize(self.layout.sealed_copy(n))
+            self._manifests[key] = manifest
+        return self._manifests[key]
 
     def _plots(self) -> list[Path]:
         """Trajectories per approach family (harness.tracking.plots, when it is installed)."""
@@ -403,7 +436,7 @@ class Tournament:
         ex = st["execution"]
         ex["status"] = "in_progress"
         base = st["base_commit"]
-        manifest = SealedManifest.take(self.repo, base, self.sealed)
+        manifest = self._manifest(n, base)
         write_json_plain(self.layout.sealed(n), manifest.to_json())
         if "baseline" not in ex:
             ex["baseline"] = self._measure_baseline(n, base, manifest)
@@ -428,7 +461,12 @@ class Tournament:
             else:
                 todo.append(eid)
         if todo:
+            before = self.repo.changes()
             self._run_executors(n, st, todo, by_id, manifest)
+            stray = sorted(self.repo.changes() - before)
+            if stray:  # only possible without the sandbox: say so rather than merge on top of it
+                self.echo(f"  warning: your checkout changed while candidates ran ({', '.join(stray[:5])}"
+                          f"{' ...' if len(stray) > 5 else ''}); a candidate or command wrote outside its worktree")
         ex.update(status="completed", completed_at=now_iso())
         self.store.save()
 
@@ -436,7 +474,8 @@ class Tournament:
         wt = self.layout.worktrees / f"round_{n}_baseline"
         self.repo.add_worktree(wt, base)
         try:
-            samples, subs, _ = self._sample(wt, manifest, self.goal.acceptance.noise_runs, self.layout.log(n, "baseline"))
+            samples, subs, _ = self._sample(n, wt, manifest, self.goal.acceptance.noise_runs,
+                                            self.layout.log(n, "baseline"))
         finally:
             self.repo.remove_worktree(wt)
         if isinstance(samples, RunOutcome):
@@ -446,26 +485,31 @@ class Tournament:
         return {"commit": base, "samples": samples, "score": stats.median(samples), "spread": stats.spread(gains),
                 "sub_scores": subs}
 
-    def _sample(self, wt: Path, manifest: SealedManifest, runs: int, log: Path
+    def _sample(self, n: int, wt: Path, manifest: SealedManifest, runs: int, log: Path, *, held_back: bool = False
                 ) -> tuple[list[float] | RunOutcome, dict[str, float], str]:
-        """``runs`` benchmark runs in ``wt``, sealed files restored before each; a failed run is returned as is."""
+        """``runs`` benchmark runs in ``wt``, each given the manifest's sealed files (laid read-only over the
+        worktree's, and restored in it before the run); a failed run is returned as is."""
         samples: list[float] = []
         subs: dict[str, float] = {}
         raw = ""
+        site = BenchmarkSite(wt, self.subdir, manifest.overlays(self.layout.sealed_copy(n), wt), held_back)
         for _ in range(runs):
             manifest.restore(wt, self.repo)
-            outcome = run_benchmark(self.goal.benchmark, wt / self.subdir, cancel=self.cancel)
-            append_log(log, f"[{outcome.kind}] exit {outcome.exit_code} in {outcome.seconds:.2f}s {outcome.detail}\n"
-                            f"{outcome.stdout}{outcome.stderr}")
+            outcome = run_benchmark(self.box, site, cancel=self.cancel)
+            append_log(log, f"[{outcome.kind}] exit {outcome.exit_code} in {outcome.seconds:.2f}s, "
+                            f"CPU {outcome.cpu_ms:.1f} ms {outcome.detail}\n"
+                            f"{outcome.stdout}{outcome.stderr}"
+                            + (f"[result channel] {outcome.result}" if outcome.result else ""))
             changed = manifest.verify(wt, self.repo)
             if changed:
                 return RunOutcome("sealed", detail=f"sealed file(s) changed while the benchmark ran: "
-                                                   f"{', '.join(changed)}", stdout=outcome.stdout), {}, outcome.stdout
+                                                   f"{', '.join(changed)}", stdout=outcome.stdout,
+                                  result=outcome.result), {}, outcome.raw
             if not outcome.ok:
-                return outcome, {}, outcome.stdout
+                return outcome, {}, outcome.raw
             assert outcome.score is not None
             samples.append(outcome.score)
-            subs, raw = outcome.sub_scores, outcome.stdout
+            subs, raw = outcome.sub_scores, outcome.raw
         return samples, subs, raw
 
     def _run_executors(self, n: int, st: dict[str, Any], todo: list[str], by_id: dict[str, dict[str, Any]],
@@ -525,10 +569,19 @@ class Tournament:
                                   "benchmark_raw": "", "status": "error", "sub_scores": {}, "failure_analysis": None,
                                   "timestamp": now_iso(), "branch": branch, "commit": None, "samples": [],
                                   "executor_kind": kind}
+        approved = self._approved(plan["plan_id"])
         try:
             self.repo.add_worktree(wt, base, branch)
+            preflight = SafetyGuard(wt).check_plan(
+                plan, executor_command=self.goal.agents.executor_command if kind == "command" else None)
+            result["safety_guard"] = preflight.to_record()
+            if not preflight.safe and not approved:
+                return self._failed(result, plan, "infrastructure",
+                                    f"SafetyGuard stopped the plan before it ran: {preflight.reason()}; if it is "
+                                    f"safe, have it taken again and approve it (--approve {plan['plan_id']}, or "
+                                    f"the idea file's name)")
             change = make_change(kind, repo=self.repo, goal=self.goal, plan=plan, worktree=wt, log=log,
-                                 access=self.access, cancel=self.cancel,
+                                 access=self.access, cancel=self.cancel, box=self.box,
                                  plan_file=self.repo.root / self.layout.plan(n, plan["plan_id"]))
             if self.cancel.is_set():
                 raise KeyboardInterrupt
@@ -549,14 +602,22 @@ class Tournament:
             if violated:
                 return self._failed(result, plan, "sealed_file_violation",
                                     f"the candidate changed sealed path(s) {', '.join(violated)}")
-            samples, subs, raw = self._sample(wt, manifest, self.goal.acceptance.candidate_runs, log)
+            flags = critic.measurement_flags(self.repo.diff(base, result["commit"]))
+            if flags:
+                result["measurement"] = {"flags": flags, "approved": approved}
+            samples, subs, raw = self._sample(n, wt, manifest, self.goal.acceptance.candidate_runs, log)
             if isinstance(samples, RunOutcome):
-                result["benchmark_raw"] = samples.stdout
-                category = {"sealed": "sealed_file_violation", "timeout": "timeout", "oom": "oom",
-                            "parse_error": "benchmark_parse_error"}.get(samples.kind, "logic_error")
-                return self._failed(result, plan, category, samples.detail)
+                result["benchmark_raw"] = samples.raw
+                return self._failed(result, plan, _RUN_CATEGORY.get(samples.kind, "logic_error"), samples.detail)
             score = stats.median(samples)
             result.update(benchmark_score=score, benchmark_raw=raw, sub_scores=subs, samples=samples)
+            if flags and not approved:
+                return self._failed(result, plan, "measurement",
+                                    f"the change reaches into the measurement ({'; '.join(flags[:3])}"
+                                    f"{'; ...' if len(flags) > 3 else ''}); measured {self.goal.metric.name} "
+                                    f"{_fmt(score)}, not merged without your approval: review branch "
+                                    f"{branch.replace('experiment/', 'archive/', 1)} and merge it yourself, or "
+                                    f"approve such a plan when it runs (--approve {plan['plan_id']})")
             allowed = held_even_tolerance(self.goal, baseline["score"], baseline["spread"])
             if -self.goal.metric.better(score, baseline["score"]) > allowed:
                 check = self._check_regression(n, eid, wt, base, manifest, log, allowed)
@@ -583,7 +644,7 @@ class Tournament:
         wt_base = self.layout.worktrees / f"round_{n}_{eid}_baseline"
         self.repo.add_worktree(wt_base, base)
         try:
-            runs = self._pairs(wt_base, wt, acc.confirm_pairs, manifest, log)
+            runs = self._pairs(n, wt_base, wt, acc.confirm_pairs, manifest, log)
         finally:
             if not self.cancel.is_set():  # on Ctrl-C the interrupt handler removes every worktree
                 self.repo.remove_worktree(wt_base)
@@ -608,13 +669,14 @@ class Tournament:
         return {**check, "loss": loss, "regression": worse.significant,
                 "reason": f"{measured}; {worse.text}" + ("" if worse.significant else ": not significant, held even")}
 
-    def _pairs(self, wt_a: Path, wt_b: Path, pairs: int, manifest: SealedManifest, log: Path) -> PairedRuns:
+    def _pairs(self, n: int, wt_a: Path, wt_b: Path, pairs: int, manifest: SealedManifest, log: Path, *,
+               held_back: bool = False) -> PairedRuns:
         """``pairs`` interleaved runs (ABAB) of the baseline worktree ``wt_a`` and a candidate's ``wt_b``."""
         runs = PairedRuns()
         order: tuple[tuple[Path, Literal["baseline", "candidate"]], ...] = ((wt_a, "baseline"), (wt_b, "candidate"))
         for _ in range(pairs):
             for wt, side in order:
-                got, _, _ = self._sample(wt, manifest, 1, log)
+                got, _, _ = self._sample(n, wt, manifest, 1, log, held_back=held_back)
                 if isinstance(got, RunOutcome):
                     runs.failed_side, runs.failure = side, got.detail
                     return runs
@@ -678,7 +740,7 @@ class Tournament:
         acc = self.goal.acceptance
         base = st["base_commit"]
         baseline = st["execution"]["baseline"]
-        manifest = SealedManifest.take(self.repo, base, self.sealed)
+        manifest = self._manifest(n, base)
         eid = best["executor_id"]
         winner = {"executor_id": eid, "branch": best["branch"], "hypothesis": "", "plan_id": best["plan_id"],
                   "score_before": baseline["score"], "score_after": best["benchmark_score"],
@@ -692,7 +754,10 @@ class Tournament:
             self.repo.add_worktree(wt_a, base)
             self.repo.add_worktree(wt_b, best["commit"])
             try:
-                runs = self._pairs(wt_a, wt_b, acc.confirm_pairs, manifest, self.layout.log(n, "confirm"))
+                # the goal's held-back inputs are shown to these runs only: a candidate tuned to the inputs
+                # it could see fails here
+                runs = self._pairs(n, wt_a, wt_b, acc.confirm_pairs, manifest, self.layout.log(n, "confirm"),
+                                   held_back=True)
             finally:
                 self.repo.remove_worktree(wt_a)
                 self.repo.remove_worktree(wt_b)
@@ -700,8 +765,8 @@ class Tournament:
             if runs.failed_side == "baseline":
                 raise HarnessError(f"the sealed benchmark failed on the baseline while confirming: {runs.failure}")
             if runs.failed_side:
-                t["decision"] = {"accepted": False, "decided_by": "re-run", "reason": f"the winner's benchmark failed "
-                                 f"when re-run: {runs.failure}"}
+                t["decision"] = {"accepted": False, "decided_by": "re-run", "category": "logic_error",
+                                 "reason": f"the winner's benchmark failed when re-run: {runs.failure}"}
             else:
                 # the measured spread: every run of the baseline commit, the noise runs and the fresh ones
                 pooled = stats.spread([_gain(self.goal, x) for x in baseline["samples"] + a])
@@ -751,8 +816,8 @@ class Tournament:
             wt = self.layout.worktrees / f"round_{n}_post_merge"
             self.repo.add_worktree(wt, merge_commit)
             try:
-                got, subs, _ = self._sample(wt, manifest, self.goal.acceptance.post_merge_runs,
-                                            self.layout.log(n, "post_merge"))
+                got, subs, _ = self._sample(n, wt, manifest, self.goal.acceptance.post_merge_runs,
+                                            self.layout.log(n, "post_merge"), held_back=True)
             finally:
                 self.repo.remove_worktree(wt)
             if isinstance(got, RunOutcome):
@@ -879,7 +944,8 @@ class Tournament:
             fa = r.get("failure_analysis")
             if fa is None:  # a success that was not merged: the tournament's decision is its analysis
                 if outcome.get("winner") and outcome["winner"]["executor_id"] == r["executor_id"]:
-                    fa = failure_analysis("regression", outcome["reason"], by_plan[r["plan_id"]], self.goal,
+                    category = (outcome.get("decision") or {}).get("category", "regression")
+                    fa = failure_analysis(category, outcome["reason"], by_plan[r["plan_id"]], self.goal,
                                           not_merged=True)
                 else:
                     fa = failure_analysis("regression", f"{self.goal.metric.name} {_fmt(r['benchmark_score'])} lost "
@@ -955,6 +1021,11 @@ class Tournament:
         self.store.save()
 
 
+# how a failed benchmark run is analysed (seed 001's categories)
+_RUN_CATEGORY = {"sealed": "sealed_file_violation", "tampered": "measurement", "timeout": "timeout",
+                 "oom": "oom", "parse_error": "benchmark_parse_error"}
+
+
 def _acceptance(decision: dict[str, Any] | None) -> dict[str, Any] | None:
     if not decision:
         return None
@@ -963,9 +1034,14 @@ def _acceptance(decision: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: decision[k] for k in keep if k in decision}
 
 
+# "measurement" is not one of seed 001's categories: a change that reaches into what measures it is
+# recorded as the seed's sealed_file_violation, with reasons of its own.
+_SEED_CATEGORY = {"measurement": "sealed_file_violation"}
 _WHY = {
     "sealed_file_violation": ("the sealed benchmark must stay the same for every candidate; a changed benchmark "
                               "would measure something else"),
+    "measurement": ("a change that reaches into what measures it (the clock, the result, the interpreter's "
+                    "start-up) can move the score without making the program any better"),
     "scope_error": "the change does not fit the code at the current best commit",
     "logic_error": "the change broke the program: the benchmark could not produce a score",
     "benchmark_parse_error": "the benchmark's output no longer holds a readable score",
@@ -975,6 +1051,8 @@ _WHY = {
 }
 _LESSON = {
     "sealed_file_violation": "improve the program, never the benchmark or the other sealed paths ({sealed})",
+    "measurement": ("improve the program itself; leave timers, exit hooks, stdout, the standard library and the "
+                    "import system alone, or ask the user to approve the change"),
     "scope_error": "write the change against the current best commit and keep it to the target files",
     "logic_error": "keep the program's answers exact; check the change against the benchmark's own checks first",
     "benchmark_parse_error": "do not print to stdout from the program or change the benchmark's output format",
@@ -997,13 +1075,14 @@ def failure_analysis(category: str, detail: str, plan: dict[str, Any], goal: Goa
         why = _WHY.get(category, "see what")
         lesson = _LESSON.get(category, "avoid repeating this failure").format(
             sealed=", ".join(goal.sealed_paths), timeout=goal.benchmark.timeout_s)
-    analysis = {"what": detail or category, "why": why, "category": category, "lesson": lesson}
+    analysis = {"what": detail or category, "why": why, "category": _SEED_CATEGORY.get(category, category),
+                "lesson": lesson}
     validate("failure_analysis", analysis, "failure analysis")
     return analysis
 
 
 def improve(target: Path | str, iterations: int, *, echo: Callable[[str], None] = print, client: Any | None = None,
-            plots: bool = True) -> ImproveSummary:
+            plots: bool = True, approve: tuple[str, ...] = (), allow_unconfined: bool = False) -> ImproveSummary:
     """Run ``iterations`` tournament iterations for the goal at ``target`` (``goals/<slug>`` or its goal.md)."""
     if iterations < 1:
         raise HarnessConfigError("--iterations", None, f"must be at least 1, got {iterations}")
@@ -1012,6 +1091,7 @@ def improve(target: Path | str, iterations: int, *, echo: Callable[[str], None] 
     repo = GitRepo.discover(goal_file.resolve().parent)
     raw = os.environ.get(INTERRUPT_ENV)
     interrupt_after = int(raw) if raw and raw.isdigit() else None
-    tournament = Tournament(goal, repo, echo=echo, client=client, interrupt_after=interrupt_after)
+    tournament = Tournament(goal, repo, echo=echo, client=client, interrupt_after=interrupt_after, approve=approve,
+                            allow_unconfined=allow_unconfined)
     tournament.want_plots = plots
     return tournament.run(iterations)

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from harness.errors import HarnessError
-from harness.tournament.benchmark import SealedPaths, benchmark_argv, run_benchmark
+from harness.tournament.benchmark import BenchmarkSite, SealedPaths, benchmark_argv, run_benchmark
+from harness.tournament.confine import GoalSandbox
 from harness.tournament.gitops import GitRepo
 from harness.tournament.goal import Goal, load_goal
 from harness.tournament.ideas import list_ideas
@@ -46,6 +47,18 @@ def records_root(goal_file: Path) -> Path:
         return GitRepo.discover(root).root
     except HarnessError:
         return root
+
+
+def goal_sandbox(goal: Goal, goal_file: Path) -> tuple[GoalSandbox, GitRepo | None]:
+    """The sandbox the gate runs the goal's benchmark in: the checkout itself is the writable worktree."""
+    root = project_root(goal_file)
+    try:
+        repo: GitRepo | None = GitRepo.discover(root)
+    except HarnessError:
+        repo = None
+    repo_root = repo.root if repo is not None else root
+    git_dir = repo.git_dir() if repo is not None else root / ".git"
+    return GoalSandbox(goal, repo_root, git_dir, root), repo
 
 
 class GoalFile(pytest.File):
@@ -105,6 +118,11 @@ class GoalValidItem(_GoalItem):
         argv = benchmark_argv(goal.benchmark)
         if argv and argv[0] != sys.executable and shutil.which(argv[0]) is None and not (root / argv[0]).exists():
             problems.append(f"{self.path}: benchmark.command: {argv[0]!r} is not on PATH")
+        box, repo = goal_sandbox(goal, self.path)
+        try:
+            box.check_held_back(repo)
+        except HarnessError as exc:
+            problems.append(str(exc))
         if problems:
             raise GoalCheckFailed(problems)
 
@@ -112,8 +130,9 @@ class GoalValidItem(_GoalItem):
 class GoalBenchmarkItem(_GoalItem):
     def runtest(self) -> None:
         goal = self.goal
+        box, _ = goal_sandbox(goal, self.path)
         root = project_root(self.path)
-        outcome = run_benchmark(goal.benchmark, root)
+        outcome = run_benchmark(box, BenchmarkSite(box.repo_root, root.relative_to(box.repo_root)))
         if not outcome.ok:
             raise GoalCheckFailed([f"the sealed benchmark failed ({outcome.kind}): {outcome.detail}"])
         assert outcome.score is not None

@@ -75,6 +75,14 @@ class SafetyVerdict:
     def reason(self) -> str:
         return "; ".join(self.risks)
 
+    def to_record(self) -> dict[str, object]:
+        """SafetyGuardOutput as seed 002 names its fields."""
+        from harness.clock import utc_now
+
+        return {"agent": "SafetyGuard", "safe": self.safe, "risks": list(self.risks),
+                "blockedActions": list(self.blocked_actions), "requiresApproval": self.requires_approval,
+                "timestamp": utc_now("milliseconds")}
+
 
 class SafetyGuard:
     """Checks commands before they run; ``workspace`` confines paths (absolute paths and ``..`` outside it)."""
@@ -90,6 +98,16 @@ class SafetyGuard:
         if risks:
             return SafetyVerdict(safe=False, risks=risks, blocked_actions=[command], requires_approval=True)
         return SafetyVerdict(safe=True)
+
+    def check_plan(self, plan: dict, *, executor_command: str | None = None) -> SafetyVerdict:
+        """The whole plan before it runs: the executor command and the commands its steps quote."""
+        commands = [executor_command] if executor_command else []
+        for step in plan.get("steps", []):
+            commands += re.findall(r"`([^`]+)`", str(step.get("change", "")))
+        verdicts = [self.check(c) for c in commands]
+        risks = list(dict.fromkeys(r for v in verdicts for r in v.risks))
+        blocked = [a for v in verdicts for a in v.blocked_actions]
+        return SafetyVerdict(safe=not risks, risks=risks, blocked_actions=blocked, requires_approval=bool(risks))
 
     def _path_risks(self, command: str) -> list[str]:
         assert self.workspace is not None

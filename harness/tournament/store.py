@@ -12,6 +12,7 @@ Everything is git-ignored so the user's working tree stays clean between runs::
       history/iteration_N.json        iteration history records
       merge_reports/iteration_N.json  merge reports
       sealed/round_N.json             the SHA-256 manifest of the sealed paths
+      .sealed/round_N/                the manifest's files, laid read-only over every benchmark run's worktree
       logs/round_N/executor_K.log     what each executor and benchmark run printed
       .worktrees/                     executor worktrees while a run is going (removed after)
     tracking/raw_data.json, tracking/events.json   append-only arrays (seed 001 sections 5 and 11)
@@ -107,6 +108,10 @@ class Layout:
 
     def sealed(self, n: int) -> Path:
         return self.base / "sealed" / f"round_{n}.json"
+
+    def sealed_copy(self, n: int) -> Path:
+        """The sealed files of round N as the manifest has them: what every benchmark run is given."""
+        return self.base / ".sealed" / f"round_{n}"
 
     def log(self, n: int, name: str) -> Path:
         return self.base / "logs" / f"round_{n}" / f"{name}.log"

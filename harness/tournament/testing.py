@@ -7,6 +7,7 @@ one-line diffs of that value. ``demo_repo(tmp_path)`` copies the shipped demo go
 
 from __future__ import annotations
 
+import difflib
 import json
 import shutil
 import subprocess
@@ -19,6 +20,7 @@ GITIGNORE = "WORK/\ntracking/*\n!tracking/README.md\n__pycache__/\n.pytest_cache
 SYNTH_BENCH = '''\
 """Sealed benchmark of goals/synth: VALUE plus noise, a regression on merge commits when asked."""
 import json, os, random, subprocess, sys, time
+result = open(os.environ["HARNESS_RESULT_FILE"], "w") if "HARNESS_RESULT_FILE" in os.environ else sys.stdout
 sys.path.insert(0, "goals/synth/app")
 import value
 
@@ -39,12 +41,15 @@ if REGRESS_ON_MERGE:
     if second_parent.returncode == 0:
         score -= 100.0
 print("benchmark of goals/synth")
-print(json.dumps({{"score": score, "sub_scores": {{"value": score, "ok": 1}}}}))
+result.write(json.dumps({{"score": score, "sub_scores": {{"value": score, "ok": 1}}}}) + "\\n")
 '''
 
 
 def synth_goal_md(*, executors: int = 3, noise_runs: int = 3, confirm_pairs: int = 4, post_merge_runs: int = 1,
-                  min_effect: float = 2.0, significance: str = "mann_whitney", extra: str = "") -> str:
+                  min_effect: float = 2.0, significance: str = "mann_whitney", extra: str = "",
+                  writable: Path | None = None) -> str:
+    """The synthetic goal; its sandbox passes the SYNTH_* variables the tests set, and ``writable`` (the
+    folder of the SYNTH_NOISE_COUNTER file) is writable in it."""
     return textwrap.dedent(f"""\
         # Raise the value
 
@@ -80,7 +85,10 @@ def synth_goal_md(*, executors: int = 3, noise_runs: int = 3, confirm_pairs: int
         - min_effect: {min_effect}
         - significance: {significance}
         - post_merge_runs: {post_merge_runs}
-        """) + extra
+
+        ## Sandbox
+        - env: SYNTH_NOISE_COUNTER, SYNTH_BENCH_SLEEP
+        """) + (f"- write: {writable}\n" if writable else "") + extra
 
 
 def value_idea(name: str, family: str, old: float, new: float, *, hypothesis: str | None = None,
@@ -152,3 +160,20 @@ def demo_repo(root: Path, source: Path) -> Path:
 
 def load(path: Path) -> Any:
     return json.loads(path.read_text())
+
+
+def change_diff(root: Path, changes: dict[str, str]) -> str:
+    """A unified diff (``git apply``'s input) that turns each file of ``root`` into its text in ``changes``;
+    a file ``root`` does not have is created."""
+    out: list[str] = []
+    for rel, new in changes.items():
+        path = root / rel
+        old = path.read_text().splitlines(keepends=True) if path.exists() else []
+        out.extend(difflib.unified_diff(old, new.splitlines(keepends=True), f"a/{rel}" if old else "/dev/null",
+                                        f"b/{rel}"))
+    return "".join(out)
+
+
+def diff_idea(title: str, family: str, hypothesis: str, diff: str) -> str:
+    """An idea file carrying ``diff``."""
+    return f"# {title}\n\n- approach_family: {family}\n- hypothesis: {hypothesis}\n\n## Diff\n```diff\n{diff}```\n"
