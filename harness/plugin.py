@@ -1,8 +1,9 @@
 """pytest hook implementations: options, collection, the --rubric filter and the summary.
 
-This module is imported in every pytest session (pytest11 entry point), so it stays light: the
-heavy modules are imported only once a file of ours is collected. A session that collects none of
-our files prints nothing and writes nothing.
+This module is imported in every pytest session (pytest11 entry point), so it stays light, and it is
+inert unless the project opted in (ini ``harness = true``, harness/activation.py): no collection, no
+options in effect, no output, no files. The heavy modules are imported only once a file of ours is
+collected; an enabled session that collects none of our files prints nothing and writes nothing.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from harness.activation import (add_enable_ini, add_option, enabled, forgotten_hint, note_forgotten,
+                                refuse_options_when_off)
 from harness.argtypes import choice, dollars, whole_number
 
 if TYPE_CHECKING:
@@ -45,32 +48,33 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     group = parser.getgroup("harness", "pytest-rubric: evaluate agents against rubrics")
     for name in FEATURE_PLUGINS:
         pluginmanager.import_plugin(name)
-    group.addoption("--rubric", dest="harness_rubric", metavar="NAME", default=None,
+    add_enable_ini(parser)
+    add_option(group, "--rubric", dest="harness_rubric", metavar="NAME", default=None,
                     help="run only the items scored by rubric NAME (a file stem in the rubrics folder); "
                          "default: all")
-    group.addoption("--harness-work-dir", dest="harness_work_dir", metavar="DIR", default=None,
+    add_option(group, "--harness-work-dir", dest="harness_work_dir", metavar="DIR", default=None,
                     help="where attempts, run logs and the SQLite records go (default: ini harness_work_dir, "
                          "else WORK under the rootdir)")
-    group.addoption("--harness-indeterminate", dest="harness_indeterminate", metavar="skip|fail", default=None,
+    add_option(group, "--harness-indeterminate", dest="harness_indeterminate", metavar="skip|fail", default=None,
                     type=_indeterminate,
                     help="what an item nobody could score becomes: skip (default) or fail")
-    group.addoption("--harness-concurrency", dest="harness_concurrency", metavar="N", default=None,
+    add_option(group, "--harness-concurrency", dest="harness_concurrency", metavar="N", default=None,
                     type=_positive,
                     help=f"cases (and model calls) in flight at once (default: ini harness_concurrency, "
                          f"else {DEFAULT_CONCURRENCY})")
-    group.addoption("--harness-cache", dest="harness_cache", metavar="MODE", default=None, choices=CACHE_MODES,
+    add_option(group, "--harness-cache", dest="harness_cache", metavar="MODE", default=None, choices=CACHE_MODES,
                     help="response cache in the work folder: auto (read and write at temperature 0; default), "
                          "off, read, write or refresh")
-    group.addoption("--harness-batch", dest="harness_batch", action="store_true", default=None,
+    add_option(group, "--harness-batch", dest="harness_batch", action="store_true", default=None,
                     help="send the session's model requests through the Message Batches API (half price, "
                          "slower); default: ini harness_batch, else off")
-    group.addoption("--harness-max-cost", dest="harness_max_cost", metavar="USD", default=None, type=dollars,
+    add_option(group, "--harness-max-cost", dest="harness_max_cost", metavar="USD", default=None, type=dollars,
                     help="stop starting new work once the run has cost this much (default: no cap)")
-    group.addoption("--harness-judge-samples", dest="harness_judge_samples", metavar="K", default=None,
+    add_option(group, "--harness-judge-samples", dest="harness_judge_samples", metavar="K", default=None,
                     type=_positive,
                     help="score each artifact K times and use the mean; unstable verdicts are listed (default 1)")
     for flag, what in (("rpm", "requests"), ("itpm", "input tokens"), ("otpm", "output tokens")):
-        group.addoption(f"--harness-{flag}", dest=f"harness_{flag}", metavar="N", default=None, type=_positive,
+        add_option(group, f"--harness-{flag}", dest=f"harness_{flag}", metavar="N", default=None, type=_positive,
                         help=f"limit {what} per minute sent to the model API (default: ini harness_{flag}, "
                              "else no limit)")
         parser.addini(f"harness_{flag}", f"{what} per minute limit (default: none)", default="")
@@ -91,6 +95,9 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if not enabled(config):
+        refuse_options_when_off(config)
+        return
     config.addinivalue_line("markers", "harness_case: an agent case run by pytest-rubric")
     config.stash[SETTINGS] = _settings(config)  # a bad option or ini value is a usage error here
     rubric = config.getoption("harness_rubric")
@@ -166,6 +173,10 @@ def _activate(config: pytest.Config) -> HarnessSession:
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     name = file_path.name
+    if not enabled(parent.config):
+        if name.endswith(CASE_SUFFIXES):
+            note_forgotten(parent.config, file_path)
+        return None
     if name.endswith(CASE_SUFFIXES):
         _activate(parent.config)
         from harness.nodes import CaseFile
@@ -262,6 +273,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
+        return
+    if not enabled(config):
+        hint = forgotten_hint(config)
+        if hint:
+            terminalreporter.write_line(hint, yellow=True)
         return
     from harness.report_text import not_run_by_cost_cap, properties_of, summary_lines, tally
 

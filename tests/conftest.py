@@ -211,6 +211,11 @@ class Project:
     def __init__(self, pytester: pytest.Pytester):
         self.pytester = pytester
         self.root: Path = pytester.path
+        self.ini()  # a harness project opts in (harness/activation.py)
+
+    def ini(self, text: str = "") -> Path:
+        """pytest.ini: the opt-in, then ``text`` (more ``key = value`` lines)."""
+        return self.write("pytest.ini", f"[pytest]\nharness = true\n{textwrap.dedent(text)}")
 
     # -- files --------------------------------------------------------------------------------------
     def write(self, relpath: str, text: str) -> Path:

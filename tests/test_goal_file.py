@@ -13,7 +13,7 @@ from harness.tournament.ideas import list_ideas, parse_idea
 from harness.tournament.testing import goal_repo, synth_goal_md, value_idea
 
 DEMO = Path(__file__).resolve().parent.parent / "goals" / "demo_primes"
-PLUGIN = ("-p", "harness.tournament.pytest_plugin", "-p", "no:cacheprovider")
+PLUGIN = ("-o", "harness=true", "-p", "harness.tournament.pytest_plugin", "-p", "no:cacheprovider")
 
 
 def test_the_demo_goal_parses() -> None:

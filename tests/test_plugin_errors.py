@@ -279,7 +279,7 @@ def test_bad_option_is_a_usage_error(project: Project, args: tuple[str, ...], me
 
 def test_bad_ini_value_is_a_usage_error(project: Project) -> None:
     project.standard(CASES)
-    project.pytester.makeini("[pytest]\nharness_indeterminate = maybe\n")
+    project.ini("harness_indeterminate = maybe\n")
     result = project.run("suites/")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*harness_indeterminate*maybe*"])

@@ -161,7 +161,7 @@ def test_a_bad_scale_option_is_a_usage_error_naming_it(project: Project, fake_an
     scale_project(project, many(1))
     fake_anthropic.responder = judge()
     if ini is not None:
-        project.write("pytest.ini", f"[pytest]\n{ini}\n")
+        project.ini(f"{ini}\n")
     result = project.run("suites/", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in result.errlines if line.strip()]
@@ -495,7 +495,7 @@ def test_the_summary_cost_is_the_recorded_cost_at_the_price_table(
             project.write(price_file, json.dumps(table))
         else:
             project.write(price_file, "claude-haiku-4-5: {input: 4, output: 20, cache_write: 5, cache_read: 0.4}\n")
-        project.write("pytest.ini", f"[pytest]\nharness_prices = {price_file}\n")
+        project.ini(f"harness_prices = {price_file}\n")
     result = project.run("suites/")
     result.assert_outcomes(passed=3)
 
@@ -516,7 +516,7 @@ def test_a_bad_price_file_is_one_line_naming_file_and_field(project: Project,
     scale_project(project, many(1))
     fake_anthropic.responder = judge()
     project.write("prices.yaml", "my-proxy-model: {input: 2}\n")
-    project.write("pytest.ini", "[pytest]\nharness_prices = prices.yaml\n")
+    project.ini("harness_prices = prices.yaml\n")
     result = project.run("suites/")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert error_sections(result) == [[

@@ -215,7 +215,7 @@ cases:
 def test_the_work_folder_is_configurable(project: Project, how: str) -> None:
     project.standard(FAIL_THEN_PASS)
     if how == "ini":
-        project.pytester.makeini("[pytest]\nharness_work_dir = records/here\n")
+        project.ini("harness_work_dir = records/here\n")
         args: tuple[str, ...] = ()
     else:
         args = ("--harness-work-dir", "records/here")

@@ -207,9 +207,9 @@ def test_rubric_item_fails_when_the_version_is_too_low(pytester: pytest.Pytester
     git(pytester.path, "add", ".")
     git(pytester.path, "commit", "-q", "-m", "rubric")
     write(path, rubric_text(version="1.1.0", accuracy=0.7, clarity=0.3))
-    result = pytester.runpytest("rubrics", "-p", "no:cacheprovider")
+    result = pytester.runpytest("rubrics", "-o", "harness=true", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*metadata.version: version 1.1.0 is too low: the change since 1.0.0 needs a MAJOR "
                                  "bump (version 2.0.0 or later): MAJOR: weight of accuracy: 0.6 -> 0.7*"])
     write(path, rubric_text(version="2.0.0", accuracy=0.7, clarity=0.3))
-    pytester.runpytest("rubrics", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    pytester.runpytest("rubrics", "-o", "harness=true", "-p", "no:cacheprovider").assert_outcomes(passed=1)

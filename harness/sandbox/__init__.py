@@ -102,7 +102,7 @@ class Sandbox:
     def describe(self) -> str:
         if self.available:
             return (f"sandbox: {self.version or 'bubblewrap'} (no network, system read-only, worktree writable, "
-                    "checkout and home hidden, allowlisted environment, CPU/memory/time limits)")
+                    "checkout and home hidden, allowlisted environment, memory and time limits)")
         return f"sandbox: unavailable ({self.reason})"
 
     def run(self, argv: list[str], confinement: Confinement, limits: Limits, *, stdin: str | None = None,

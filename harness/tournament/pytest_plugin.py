@@ -1,6 +1,7 @@
-"""pytest hooks for goals (issue 5). The main plugin registers this module with
+"""pytest hooks for goals. The main plugin registers this module with
 ``config.pluginmanager.import_plugin("harness.tournament.pytest_plugin")``; alone, use
-``-p harness.tournament.pytest_plugin``. Inert in a session that collects no goal.md."""
+``-p harness.tournament.pytest_plugin``. Inert unless the project opted in (harness/activation.py),
+and in a session that collects no goal.md."""
 
 from __future__ import annotations
 
@@ -8,18 +9,22 @@ from pathlib import Path
 
 import pytest
 
+from harness.activation import add_option, enabled, note_forgotten
 from harness.argtypes import whole_number
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness")
-    group.addoption("--harness-improve", dest="harness_improve", metavar="N", type=whole_number(0), default=0,
+    add_option(group, "--harness-improve", dest="harness_improve", metavar="N", type=whole_number(0), default=0,
                     help="run N self-improvement tournament iterations for every collected goals/<slug>/goal.md "
                          "(default: 0, only validate and gate on the goals)")
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     if file_path.name == "goal.md" and file_path.parent.parent.name == "goals":
+        if not enabled(parent.config):
+            note_forgotten(parent.config, file_path)
+            return None
         from harness.tournament.nodes import GoalFile
 
         return GoalFile.from_parent(parent, path=file_path)

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from harness.activation import add_option, enabled
 from harness.tracking.compare import (
     DEFAULT_MARGINS,
     Baseline,
@@ -62,22 +63,22 @@ def _check_margins(text: str) -> str:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness", "pytest-rubric: evaluate agents against rubrics")
-    group.addoption("--plot", dest="harness_plot", action="store_true", default=None,
+    add_option(group, "--plot", dest="harness_plot", action="store_true", default=None,
                     help="write score, dimension and trajectory plots (PNG, SVG) to tracking/plots at the end "
                          "(default: ini harness_plot, else off)")
-    group.addoption("--harness-compare", dest="harness_compare", metavar="CYCLE|latest", type=_check_baseline,
+    add_option(group, "--harness-compare", dest="harness_compare", metavar="CYCLE|latest", type=_check_baseline,
                     default=None,
                     help="compare each item's score with its final score in cycle CYCLE, or the latest earlier "
                          "cycle; items that dropped beyond --harness-compare-fail fail (default: ini "
                          "harness_compare, else no comparison)")
-    group.addoption("--harness-compare-fail", dest="harness_compare_fail", metavar="overall:M,dimension:M",
+    add_option(group, "--harness-compare-fail", dest="harness_compare_fail", metavar="overall:M,dimension:M",
                     type=_check_margins, default=None,
                     help="largest allowed drop against the baseline, absolute (0.05) or relative (5%%); implies "
                          f"--harness-compare latest (default: ini harness_compare_fail, else {DEFAULT_MARGINS})")
-    group.addoption("--harness-html", dest="harness_html", metavar="PATH", default=None,
+    add_option(group, "--harness-html", dest="harness_html", metavar="PATH", default=None,
                     help="write a self-contained HTML report of the run to PATH (default: ini harness_html, "
                          "else none)")
-    group.addoption("--harness-markdown", dest="harness_markdown", metavar="PATH", default=None,
+    add_option(group, "--harness-markdown", dest="harness_markdown", metavar="PATH", default=None,
                     help="write a Markdown summary to PATH; it is also appended to $GITHUB_STEP_SUMMARY when "
                          "that is set (default: ini harness_markdown, else none)")
     parser.addini("harness_plot", "write plots at the end of the session (default: false)", type="bool",
@@ -123,6 +124,8 @@ def _path_option(config: pytest.Config, dest: str, ini: str) -> Path | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if not enabled(config):
+        return  # the main plugin refuses our options there, in one line
     state = TrackingState(
         work_dir=work_dir(config),
         tracking_dir=(Path(config.rootpath) / (_ini(config, "harness_tracking_dir") or "tracking")).resolve(),
