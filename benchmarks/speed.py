@@ -103,7 +103,7 @@ def write_suite(root: Path, cases: int, *, trivial: bool = False, python_agents:
     lines = ["agent: bench", "cases:"]
     lines += [f"  - {{id: case-{i:05d}, inputs: {{question: 'question {i}'}}}}" for i in range(cases)]
     (root / "suites" / "bench.cases.yaml").write_text("\n".join(lines) + "\n")
-    (root / "pytest.ini").write_text("[pytest]\n")
+    (root / "pytest.ini").write_text("[pytest]\nharness = true\n")  # the project opts in
     if python_agents:
         (root / "suites" / "agents.yaml").write_text(PYTHON_AGENTS)
         (root / "benchagent.py").write_text(PYTHON_AGENT_MODULE)

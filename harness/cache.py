@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.errors import HarnessConfigError
+from harness.redaction import redact_json
 
 __all__ = ["CACHE_MODES", "CacheMode", "ResponseCache", "cache_access", "cache_key", "canonical_json"]
 
@@ -133,7 +134,7 @@ class ResponseCache:
     def put(self, key: str, reply: Mapping[str, Any], *, model: str = "", overwrite: bool = True) -> None:
         """Store ``reply`` under ``key`` in one transaction; ``overwrite=False`` keeps an existing entry."""
         verb = "INSERT OR REPLACE" if overwrite else "INSERT OR IGNORE"
-        text = json.dumps(dict(reply), ensure_ascii=False, sort_keys=True)
+        text = json.dumps(redact_json(dict(reply)), ensure_ascii=False, sort_keys=True)
         with self._lock:
             conn = self._connect()
             try:

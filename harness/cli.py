@@ -39,7 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args))
     except HarnessError as exc:
-        print(f"harness: {exc}", file=sys.stderr)
+        from harness.redaction import redact
+
+        print(redact(f"harness: {exc}"), file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
         print("harness: interrupted", file=sys.stderr)

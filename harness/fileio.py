@@ -1,4 +1,5 @@
-"""Atomic writes and inter-process locks: every record writer goes through here."""
+"""Atomic writes, appends and inter-process locks: every record writer goes through here, and so through
+the redaction filter (harness/redaction.py): nothing written here holds a secret."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from harness.redaction import redact, redact_json
 
 _temp_names = itertools.count()
 
@@ -21,8 +23,9 @@ def atomic_write_text(path: Path, text: str, *, durable: bool = False) -> None:
 
     The rename is atomic whatever happens to the process (crash, Ctrl-C, kill). ``durable`` also
     fsyncs the data first, which survives a power cut too but costs milliseconds per file. The file
-    gets the permissions of any new file (0666 less the umask).
+    gets the permissions of any new file (0666 less the umask). Secrets in ``text`` are redacted.
     """
+    text = redact(text)
     fd, tmp = _create_temp(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -53,7 +56,18 @@ def _create_temp(path: Path) -> tuple[int, str]:
 
 
 def atomic_write_json(path: Path, data: Any) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    # redacted as data first: a secret holding a quote or a backslash is escaped in the JSON text
+    atomic_write_text(path, json.dumps(redact_json(data), indent=2, ensure_ascii=False) + "\n")
+
+
+def append_text(path: Path, text: str, *, durable: bool = False) -> None:
+    """Append ``text`` (and a newline, when it has none) to a log-like file, secrets redacted."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(redact(text if text.endswith("\n") else text + "\n"))
+        if durable:
+            handle.flush()
+            os.fsync(handle.fileno())
 
 
 @contextlib.contextmanager

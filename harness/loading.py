@@ -461,7 +461,30 @@ def _runner_spec(agent: Section, role: str, path: Path, kinds: tuple[str, ...]) 
     if kind == "python" and not re.match(r"^[\w.]+:[\w.]+$", target):
         raise agent.error(f"{field}.python", f"{target!r} is not module:function",
                           "write it as package.module:function")
+    if kind == "command":
+        _check_command_options(agent, field, options)
     return RunnerSpec(kind=kind, target=target, options=options, base_dir=path.parent, file=path, field=field)
+
+
+_COMMAND_OPTIONS = ("timeout_s", "env")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _check_command_options(agent: Section, field: str, options: dict[str, Any]) -> None:
+    """A command runner takes ``timeout_s`` (seconds) and ``env`` (the variable names it may see besides
+    the allowlist: commands never get the whole environment)."""
+    for key in options:
+        if key not in _COMMAND_OPTIONS:
+            raise agent.error(f"{field}.{key}", "unknown option of a command runner",
+                              f"use {' and '.join(_COMMAND_OPTIONS)}")
+    timeout = options.get("timeout_s", 300.0)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+        raise agent.error(f"{field}.timeout_s", f"expected a positive number of seconds, got {timeout!r}",
+                          "write e.g. timeout_s: 60")
+    env = options.get("env", [])
+    if not isinstance(env, list) or not all(isinstance(name, str) and _ENV_NAME.match(name) for name in env):
+        raise agent.error(f"{field}.env", f"expected a list of environment variable names, got {env!r}",
+                          "write e.g. env: [MY_SERVICE_TOKEN]")
 
 
 # --- case files --------------------------------------------------------------------------------

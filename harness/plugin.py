@@ -27,6 +27,7 @@ ACTIVE = pytest.StashKey[bool]()
 SESSION_TOKEN = pytest.StashKey[str]()
 SETTINGS = pytest.StashKey[dict]()
 CUT_SHORT_BY_COST_CAP = pytest.StashKey[bool]()  # the exit status became 82 (pytest_sessionfinish)
+PROPERTIES_REDACTED = pytest.StashKey[int]()  # how many of the item's user_properties are redacted already
 CACHE_MODES = ("auto", "off", "read", "write", "refresh")
 DEFAULT_CONCURRENCY = 16
 _positive = whole_number(1)
@@ -210,6 +211,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """Everything a report carries to the terminal, JUnit XML and xdist's controller goes through the
+    redaction filter: failure text, skip reasons, captured output and user properties."""
+    report = yield
+    if enabled(item.config) and (report.longrepr or report.sections or report.user_properties):
+        from harness.redaction import redact_json, redactor
+
+        redact = redactor()
+        if isinstance(report.longrepr, str):
+            report.longrepr = redact(report.longrepr)
+        elif isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+            path, line, reason = report.longrepr
+            report.longrepr = (path, line, redact(reason))
+        report.sections = [(title, redact(text)) for title, text in report.sections]
+        done = item.stash.get(PROPERTIES_REDACTED, 0)
+        if len(item.user_properties) > done:
+            # the item's own list, each entry once: the reports after this one copy it already clean
+            item.user_properties[done:] = [(name, redact_json(value, redact))
+                                           for name, value in item.user_properties[done:]]
+            item.stash[PROPERTIES_REDACTED] = len(item.user_properties)
+            report.user_properties = list(item.user_properties)  # pytest's copy of the item's list
+        if hasattr(report, "wasxfail"):
+            report.wasxfail = redact(report.wasxfail)
+    return report
 
 
 @pytest.hookimpl(optionalhook=True)

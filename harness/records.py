@@ -25,6 +25,7 @@ from typing import Any
 from harness.appendlog import read_entries
 from harness.clock import utc_now
 from harness.fileio import atomic_write_json, atomic_write_text, file_lock
+from harness.redaction import redact, redact_json
 from harness.models import EvaluatorOutput, RunRecord
 
 DATABASE_NAME = "harness.db"
@@ -248,8 +249,9 @@ class RecordStore:
             conn.execute(
                 "UPDATE agent_runs SET status = ?, overall_score = ?, dimension_scores = ?, feedback = ?,"
                 " suggested_fixes = ?, artifact_path = ?, duration_ms = ?, rubric_version = ? WHERE id = ?",
-                (record.status, record.overall_score, json.dumps(record.dimension_scores), record.feedback,
-                 json.dumps(record.suggested_fixes), record.artifact_path, record.duration_ms,
+                (record.status, record.overall_score, json.dumps(record.dimension_scores),
+                 None if record.feedback is None else redact(record.feedback),
+                 json.dumps(redact_json(record.suggested_fixes)), record.artifact_path, record.duration_ms,
                  record.rubric_version, run_id),
             )
             self._write_details(conn, run_id, details)
@@ -263,7 +265,7 @@ class RecordStore:
             " dimensions, samples) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (run_id, d.nodeid, d.case_id, d.rubric_name, d.outcome, d.exit_code, d.threshold, d.model,
              d.input_tokens, d.output_tokens, d.cache_write_tokens, d.cache_read_tokens, d.cost_usd,
-             json.dumps(d.dimensions), json.dumps(d.samples) if d.samples is not None else None),
+             json.dumps(redact_json(d.dimensions)), json.dumps(d.samples) if d.samples is not None else None),
         )
 
     def display_path(self, path: Path) -> str:
@@ -283,7 +285,7 @@ class RecordStore:
         that is not in this layout is read whole and rewritten atomically; a malformed one is
         reported and never overwritten.
         """
-        line = json.dumps(record.model_dump(mode="json"), ensure_ascii=False).encode("utf-8")
+        line = redact(json.dumps(redact_json(record.model_dump(mode="json")), ensure_ascii=False)).encode("utf-8")
         with file_lock(path.with_name(".run-log.lock")):
             try:
                 fd = os.open(path, os.O_RDWR)

@@ -28,6 +28,7 @@ from harness.checks import import_callable
 from harness.errors import AgentRunError, ExitCode
 from harness.llm import ModelClient, Usage
 from harness.models import AgentConfig, RunnerSpec
+from harness.redaction import child_environment
 
 BUILTIN_KINDS = ("prompt", "python", "command")
 DEFAULT_COMMAND_TIMEOUT_S = 300.0
@@ -93,10 +94,13 @@ class CommandRunner:
         self.command = _own_python(spec.target)
         self.cwd = cwd
         self.timeout_s = float(spec.options.get("timeout_s", DEFAULT_COMMAND_TIMEOUT_S))
+        self.env_names = tuple(spec.options.get("env", ()))
 
     def run(self, request: dict[str, Any]) -> RunnerOutput:
+        # the allowlist plus what the runner's env: declares, read now: never the API keys of the session
+        env = child_environment(self.env_names)
         try:
-            done = subprocess.run(self.command, shell=True, cwd=self.cwd, input=json.dumps(request),
+            done = subprocess.run(self.command, shell=True, cwd=self.cwd, input=json.dumps(request), env=env,
                                   capture_output=True, text=True, timeout=self.timeout_s, check=False)
         except subprocess.TimeoutExpired:
             raise AgentRunError(f"{self.role} command timed out after {self.timeout_s:g}s: {self.command}",

@@ -30,9 +30,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run_improve(args: argparse.Namespace) -> int:
+    from harness.redaction import redact
     from harness.tournament.loop import improve
 
-    summary = improve(args.goal, args.iterations, plots=args.plots, echo=lambda line: print(line, flush=True),
+    summary = improve(args.goal, args.iterations, plots=args.plots, echo=lambda line: print(redact(line), flush=True),
                       approve=tuple(args.approve), allow_unconfined=args.allow_unconfined)
     if summary.iterations:
         print(f"done: {len(summary.iterations)} iteration(s): "

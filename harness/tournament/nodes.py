@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from harness.errors import HarnessError
+from harness.redaction import redact
 from harness.tournament.benchmark import BenchmarkSite, SealedPaths, benchmark_argv, run_benchmark
 from harness.tournament.confine import GoalSandbox
 from harness.tournament.gitops import GitRepo
@@ -181,6 +182,6 @@ class GoalImproveItem(_GoalItem):
         from harness.tournament.loop import improve
 
         iterations = int(self.config.getoption("harness_improve"))
-        summary = improve(self.path, iterations, echo=lambda line: print(line, flush=True))
+        summary = improve(self.path, iterations, echo=lambda line: print(redact(line), flush=True))
         self.user_properties += [("harness_goal", self.goal.slug),
                                  ("harness_improve_statuses", ",".join(summary.statuses))]

@@ -1,4 +1,5 @@
-"""The seed 001 contracts as shipped JSON Schemas: every record the tournament writes is validated here."""
+"""The seed 001 contracts (and seed 002's SafetyGuardOutput) as shipped JSON Schemas: every record the
+tournament writes is validated here."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from harness.fileio import atomic_write_json
 SCHEMA_NAMES = (
     "agent_settings", "approach_families", "baseline", "benchmark_result", "cost", "event_log",
     "failure_analysis", "goal_phase", "iteration_history", "iteration_state", "merge_report", "plan",
-    "plan_archive", "raw_data", "research_brief",
+    "plan_archive", "raw_data", "research_brief", "safety_guard",
 )
 
 

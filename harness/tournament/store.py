@@ -21,7 +21,6 @@ Everything is git-ignored so the user's working tree stays clean between runs::
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ from typing import Any
 from harness.appendlog import append_entries, read_entries
 from harness.clock import utc_now
 from harness.errors import HarnessConfigError
-from harness.fileio import atomic_write_json
+from harness.fileio import append_text, atomic_write_json
 from harness.tournament.schemas import RecordInvalid, errors_for, validate, write_record
 
 
@@ -214,8 +213,4 @@ def write_json_plain(path: Path, data: Any) -> None:
 
 
 def append_log(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(text if text.endswith("\n") else text + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
+    append_text(path, text, durable=True)

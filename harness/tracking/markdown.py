@@ -9,7 +9,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.fileio import atomic_write_text
+from harness.fileio import append_text, atomic_write_text
 from harness.tracking.results import ItemResult
 
 REASON_LIMIT = 90
@@ -91,6 +91,5 @@ def append_step_summary(text: str, environ: dict[str, str] | None = None) -> Pat
     target = (environ if environ is not None else os.environ).get("GITHUB_STEP_SUMMARY")
     if not target:
         return None
-    with open(target, "a", encoding="utf-8") as handle:
-        handle.write(text if text.endswith("\n") else text + "\n")
+    append_text(Path(target), text)
     return Path(target)
