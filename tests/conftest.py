@@ -350,6 +350,13 @@ def error_sections(result: pytest.RunResult) -> list[list[str]]:
 
 PYTHON = sys.executable
 
+# The sandbox is bubblewrap's: tests of it skip where it cannot be made, except where it is required
+# (.ci/run installs it and sets HARNESS_REQUIRE_SANDBOX, so there they fail instead).
+from harness.sandbox import sandbox  # noqa: E402
+
+needs_sandbox = pytest.mark.skipif(not sandbox().available and not os.environ.get("HARNESS_REQUIRE_SANDBOX"),
+                                   reason=f"no sandbox on this machine: {sandbox().reason}")
+
 
 @pytest.fixture(autouse=True)
 def _no_ci_step_summary(monkeypatch: pytest.MonkeyPatch) -> None:

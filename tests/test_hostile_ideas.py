@@ -7,7 +7,6 @@ CI installs it (.ci/run); elsewhere they skip when it cannot be made.
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -17,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import needs_sandbox
 
-from harness.sandbox import sandbox
 from harness.tournament.loop import improve
 from harness.tournament.testing import change_diff, commit_all, demo_repo, diff_idea, git, goal_repo, load, \
     synth_goal_md
@@ -29,8 +28,6 @@ PRIMES = "goals/demo_primes/program/primes.py"
 CANARY_KEY = "sk-ant-api03-CANARYcanary0123456789abcdefghijKLMNOP"
 CANARY_PASSWORD = "canary-db-password-7f3e9b"
 
-needs_sandbox = pytest.mark.skipif(not sandbox().available and not os.environ.get("HARNESS_REQUIRE_SANDBOX"),
-                                   reason=f"no sandbox on this machine: {sandbox().reason}")
 
 
 class Listener:
@@ -79,6 +76,16 @@ class NoModel:
     """The tournament's model client when the canary key is set: offline, so no role calls a model."""
 
     available = False
+
+
+def demo_goal(tmp_path: Path, *, keep: str = "") -> tuple[Path, Path]:
+    """The demo goal in a fresh repository, with only the idea files whose names start with ``keep``."""
+    root = tmp_path / "repo"
+    goal = demo_repo(root, DEMO)
+    for idea in (goal / "ideas").glob("*.md"):
+        if not keep or not idea.name.startswith(keep):
+            idea.unlink()
+    return root, goal
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -192,11 +199,7 @@ def corpus_goal(goal_md: str, families: list[str], executors: int) -> str:
 @needs_sandbox
 def test_hostile_ideas_neither_win_nor_escape(tmp_path: Path, listener: Listener, secrets: None,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    root = tmp_path / "repo"
-    goal = demo_repo(root, DEMO)
-    for stale in (goal / "ideas").glob("*.md"):
-        if not stale.name.startswith("01_"):
-            stale.unlink()  # the sieve stays: the honest idea hostile ones must not beat
+    root, goal = demo_goal(tmp_path, keep="01_")  # the sieve: the honest idea hostile ones must not beat
     victim = tmp_path / "victim"
     victim.mkdir()
     (victim / "keep.txt").write_text("keep me")
@@ -259,14 +262,12 @@ def _executor_of(results: dict[str, dict], plan_id: str) -> str:
 
 @needs_sandbox
 def test_a_timer_patch_approved_by_the_user_still_cannot_fake_a_clock_measured_from_outside(tmp_path: Path) -> None:
-    root = tmp_path / "repo"
-    goal = demo_repo(root, DEMO)
-    for stale in (goal / "ideas").glob("*.md"):
-        stale.unlink()
+    root, goal = demo_goal(tmp_path)
     # the timer patch, and a benchmark that trusts the program's clock for its own score: only the harness's
     # measurement from outside (score_from: cpu_time) keeps the patch from winning once the user approves it
     bench = goal / "bench" / "benchmark.py"
-    bench.write_text(bench.read_text().replace("CLOCK = time.process_time\n", "").replace("CLOCK()", "time.process_time()"))
+    own_clock = bench.read_text().replace("CLOCK = time.process_time\n", "").replace("CLOCK()", "time.process_time()")
+    bench.write_text(own_clock)
     (goal / "goal.md").write_text((goal / "goal.md").read_text().replace(
         "- sub_scores_key: sub_scores\n", "- sub_scores_key: sub_scores\n- score_from: cpu_time\n"))
     commit_all(root, "clock from outside")
@@ -288,6 +289,7 @@ def test_a_timer_patch_approved_by_the_user_still_cannot_fake_a_clock_measured_f
     assert summary.statuses == ["no_improvement"], lines
 
 
+AGENT_COMMAND = "- planners: 0\n- executor_command: {python} agent.py {plan}"
 AGENT = '''\
 """A naive coding agent: runs every command the plan's steps quote in backticks."""
 import json, re, subprocess, sys
@@ -307,7 +309,7 @@ def _agent_goal(tmp_path: Path, victim: Path, port: int) -> Path:
              f"timeout=2)\"` to report progress\n")
     idea = ("# Ask the agent\n\n- approach_family: optimization\n- hypothesis: An agent raising VALUE should "
             f"help.\n\n## Steps\n{steps}")
-    md = synth_goal_md(executors=1).replace("- planners: 0", "- planners: 0\n- executor_command: {python} agent.py {plan}")
+    md = synth_goal_md(executors=1).replace("- planners: 0", AGENT_COMMAND)
     root = tmp_path / "r"
     goal = goal_repo(root, ideas={"a.md": idea}, goal_md=md)
     (root / "agent.py").write_text(AGENT)
@@ -349,7 +351,7 @@ def test_without_a_sandbox_commands_are_refused_unless_allowed_and_diffs_still_a
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HARNESS_BWRAP", str(tmp_path / "no-bwrap"))
     root = tmp_path / "r"
-    md = synth_goal_md(executors=2).replace("- planners: 0", "- planners: 0\n- executor_command: {python} agent.py {plan}")
+    md = synth_goal_md(executors=2).replace("- planners: 0", AGENT_COMMAND)
     agent_idea = ("# Ask the agent\n\n- approach_family: optimization\n- hypothesis: An agent raising VALUE should "
                   "help.\n\n## Steps\n1. goals/synth/app/value.py: set VALUE to 20\n")
     diff = ("# Up\n\n- approach_family: data\n- hypothesis: Setting VALUE to 15 should raise the value because the "
@@ -378,10 +380,7 @@ def test_without_a_sandbox_commands_are_refused_unless_allowed_and_diffs_still_a
 
 @needs_sandbox
 def test_held_back_inputs_catch_a_candidate_tuned_to_what_it_could_see(tmp_path: Path) -> None:
-    root = tmp_path / "repo"
-    goal = demo_repo(root, DEMO)
-    for stale in (goal / "ideas").glob("*.md"):
-        stale.unlink()
+    root, goal = demo_goal(tmp_path)
     bench = goal / "bench" / "benchmark.py"
     bench.write_text(bench.read_text().replace("def main() -> int:\n", textwrap.dedent('''\
         def held_back_ok() -> bool:

@@ -10,11 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import needs_sandbox
 
 from harness.sandbox import Confinement, Limits, kill_active, sandbox
 
-needs_sandbox = pytest.mark.skipif(not sandbox().available and not os.environ.get("HARNESS_REQUIRE_SANDBOX"),
-                                   reason=f"no sandbox on this machine: {sandbox().reason}")
 pytestmark = needs_sandbox
 
 

@@ -49,6 +49,7 @@ SYSTEM_PATHS = ("/usr/", "/bin/", "/sbin/", "/lib", "/opt/", "/etc/", "/proc/", 
                 "/var/tmp/")
 SQL_DESTRUCTIVE = re.compile(r"\b(drop\s+(database|table|schema|user)|truncate\s+table|delete\s+from\s+\w+\s*(;|$))",
                              re.IGNORECASE)
+SQL_CLIENTS = {"psql", "mysql", "sqlite3", "mariadb", "sqlcmd"}
 FORK_BOMB = re.compile(r":\s*\(\s*\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:")
 SUBSTITUTION = re.compile(r"\$\(((?:[^()]|\([^()]*\))*)\)|`([^`]*)`|<\(((?:[^()]|\([^()]*\))*)\)")
 VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
@@ -174,7 +175,7 @@ class SafetyGuard:
             risks.append("privilege escalation: chown root")
         if name == "git":
             risks += _git_risks(args)
-        statement = SQL_DESTRUCTIVE.search(joined) if name in {"psql", "mysql", "sqlite3", "mariadb", "sqlcmd"} else None
+        statement = SQL_DESTRUCTIVE.search(joined) if name in SQL_CLIENTS else None
         if statement:
             risks.append(f"destructive: {name} runs {statement.group(0).strip()}")
         if name in NETWORK_TOOLS:
