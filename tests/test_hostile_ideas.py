@@ -239,6 +239,8 @@ def test_hostile_ideas_neither_win_nor_escape(tmp_path: Path, listener: Listener
     assert "changed sealed path(s) goals/demo_primes/bench/benchmark.py" in what["round_1_user_15_symlink"]
     assert "Read-only file system" in what["round_1_user_16_rewrite_sealed"]
     # flagged candidates were still measured, honestly: the patched clock did not make the trial division fast
+    plan = load(base / "plan_archive" / "round_1" / "round_1_user_06_timer.json")
+    assert "a timer" in plan["critic_review"]["measurement_flags"][0]
     timer = results["round_1_user_06_timer"]
     assert timer["measurement"]["approved"] is False and timer["benchmark_score"] > 1.0
 

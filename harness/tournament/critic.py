@@ -136,6 +136,9 @@ def review_round(plans: list[dict[str, Any]], goal: Goal, history: list[dict[str
             "rejection_reason": None if not failed else "; ".join(f"{k}: {reasons[k]}" for k in failed),
             "reasons": reasons,
         }
+        flags = measurement_flags(plan.get("diff") or "")
+        if flags:  # known before it runs; checked again on the change as committed, whoever made it
+            plan["critic_review"]["measurement_flags"] = flags
         plan["critic_approved"] = not failed
 
 

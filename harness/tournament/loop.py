@@ -359,6 +359,9 @@ class Tournament:
             for plan in plans:
                 review = plan["critic_review"]
                 verdict = "approved" if plan["critic_approved"] else f"rejected ({review['rejection_reason']})"
+                if review.get("measurement_flags"):
+                    verdict += (f"; reaches into the measurement ({review['measurement_flags'][0]}), so it is not "
+                                "merged without your approval")
                 self.echo(f"  critic: {plan['plan_id']} [{plan['approach_family']}] {verdict}")
             self._architect(plans)
             for plan in plans:
