@@ -189,7 +189,7 @@ class Sandbox:
         hidden = dict.fromkeys((Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run"), Path("/home"),
                                 Path("/root"), home, *c.hidden))
         for folder in hidden:
-            if folder.is_dir():
+            if folder.is_dir() and folder != Path("/"):  # a HOME of "/" must not hide the whole system
                 args += ["--tmpfs", str(folder)]
         visible = [*_interpreter_paths(), *c.read_only]
         if c.network:
