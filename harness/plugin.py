@@ -219,9 +219,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
     redaction filter: failure text, skip reasons, captured output and user properties."""
     report = yield
     if enabled(item.config) and (report.longrepr or report.sections or report.user_properties):
-        from harness.redaction import redact_json, redactor
+        from harness.redaction import Redactor, redact_json
 
-        redact = redactor()
+        redact = Redactor()
         if isinstance(report.longrepr, str):
             report.longrepr = redact(report.longrepr)
         elif isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:

@@ -142,10 +142,6 @@ class Redactor:
         return f"[REDACTED:{self.names.get(group) or group.replace('_', '-')}]"
 
 
-def redactor() -> Redactor:
-    return Redactor()
-
-
 def redact(text: str) -> str:
     """``text`` with every secret replaced by ``[REDACTED:<NAME>]``."""
     return Redactor()(text) if text else text

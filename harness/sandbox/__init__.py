@@ -34,7 +34,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import harness
@@ -97,7 +97,6 @@ class Sandbox:
     available: bool
     reason: str = ""
     version: str = ""
-    notes: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
         if self.available:

@@ -242,8 +242,9 @@ def read_score(spec: BenchmarkSpec, run: Finished) -> tuple[float, dict[str, flo
                     "to the file named by HARNESS_RESULT_FILE, or set '- result: stdout' in goal.md to trust stdout)"
                     if _looks_like_a_result(spec, run.stdout) else "")
             raise ValueError(f"the benchmark wrote nothing to its result channel (HARNESS_RESULT_FD){hint}")
-        if _results_in(spec, text) > 1:
-            raise Tampered(f"the result channel received {_results_in(spec, text)} results where the benchmark "
+        results = _results_in(spec, text)
+        if results > 1:
+            raise Tampered(f"the result channel received {results} results where the benchmark "
                            "writes one: code the benchmark imported wrote to it too")
     else:
         text = run.stdout
