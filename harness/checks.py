@@ -39,7 +39,9 @@ import yaml
 from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
 
+from harness import safe_regex
 from harness.errors import AgentRunError, HarnessConfigError
+from harness.safe_regex import backtracking_problem
 
 __all__ = [
     "KNOWN_KINDS",
@@ -209,15 +211,23 @@ class _Fields:
             out.append(self.string(item, where))
         return tuple(out)
 
-    def regex(self, raw: Any, key: str, flags: int = 0) -> re.Pattern[str]:
+    def regex(self, raw: Any, key: str | None, flags: int = 0) -> re.Pattern[str]:
         text = self.string(raw, key, what="a regular expression")
         try:
-            return re.compile(text, flags)
+            compiled = re.compile(text, flags)
         except re.error as exc:
             raise self.error(
                 key, f"invalid regular expression {text!r}: {exc}",
                 "fix the pattern (quote it in YAML with single quotes so backslashes stay literal)",
             ) from None
+        problem = backtracking_problem(text, flags)
+        if problem:
+            raise self.error(
+                key, f"pattern {_one_line(text, 80)!r} can backtrack without bound: {problem}",
+                "let each part of the text match one way only, e.g. (\\w+\\s)* instead of (\\w+\\s?)*, "
+                "or make the inner quantifier possessive (\\w++) or the group atomic (?>...)",
+            )
+        return compiled
 
 
 # --------------------------------------------------------------------------------------------- regex
@@ -232,10 +242,13 @@ class RegexCheck:
     pattern: re.Pattern[str]
     min_count: int = 1
     must_match: bool = True
+    path: str = field(default="", compare=False, repr=False)
+    field_name: str = field(default="", compare=False, repr=False)
     kind = "regex"
 
     def run(self, artifact: str, context: CheckContext) -> CheckResult:
-        found = _count(self.pattern, artifact)
+        matches = _run_user_pattern(self.pattern, artifact, self.path, self.field_name)
+        found = matches.count
         shown = f"/{_one_line(self.pattern.pattern, 60)}/"
         if self.must_match:
             reason = f"{_plural(found, 'match')} of {shown} (need at least {self.min_count})"
@@ -245,13 +258,24 @@ class RegexCheck:
         reason = f"{_plural(found, 'match')} of {shown} (need none)"
         if found == 0:
             return CheckResult(1.0, reason)
-        samples = _quoted_list(dict.fromkeys(m.group(0) for m in self.pattern.finditer(artifact)))
+        samples = _quoted_list(matches.distinct)
         return CheckResult(0.0, f"{reason}: {samples}", (f"Remove text matching {shown}: {samples}",))
+
+
+def _run_user_pattern(pattern: re.Pattern[str], text: str, path: str, field_name: str) -> safe_regex.Matches:
+    """A rubric's own pattern, run where it can be stopped (harness/safe_regex.py)."""
+    try:
+        return safe_regex.finditer(pattern, text)
+    except safe_regex.RegexTimeout as exc:
+        raise HarnessConfigError(path, field_name, f"pattern {_one_line(pattern.pattern, 60)!r} {exc} and was "
+                                 "stopped (catastrophic backtracking)",
+                                 "simplify the pattern: no nested or overlapping quantifiers such as (a+)+ or "
+                                 "\\d+\\d+") from None
 
 
 def _parse_regex(raw: Any, f: _Fields) -> RegexCheck:
     if isinstance(raw, str):
-        return RegexCheck(f.regex(raw, None))
+        return RegexCheck(f.regex(raw, None), path=str(f.path), field_name=f.field)
     opts = f.mapping(
         raw, allowed=("pattern", "flags", "min_count", "must_match"),
         example="regex: {pattern: 'BU: \\w+', flags: i, min_count: 1}", required_any=("pattern",),
@@ -270,7 +294,8 @@ def _parse_regex(raw: Any, f: _Fields) -> RegexCheck:
     if not must_match and "min_count" in opts:
         raise f.error("min_count", "min_count has no meaning with must_match: false (the pattern must never occur)",
                       "drop min_count or set must_match: true")
-    return RegexCheck(f.regex(opts["pattern"], "pattern", flags), min_count, must_match)
+    return RegexCheck(f.regex(opts["pattern"], "pattern", flags), min_count, must_match, path=str(f.path),
+                      field_name=f"{f.field}.pattern")
 
 
 # --------------------------------------------------------------------------------------------- contains
@@ -337,6 +362,22 @@ def _json_path(parts: Iterable[str | int], prefix: str = "") -> str:
     return out or "(root)"
 
 
+MISSING = object()
+
+
+def value_at(document: Any, path: Iterable[str]) -> Any:
+    """The value at a dotted path's parts (keys, or list indexes as digits), or ``MISSING``."""
+    value = document
+    for part in path:
+        if isinstance(value, Mapping) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return MISSING
+    return value
+
+
 @dataclass(frozen=True)
 class JsonSchemaCheck:
     """Validate the artifact's JSON (or each element of a list inside it) against a JSON Schema.
@@ -383,16 +424,9 @@ class JsonSchemaCheck:
                                tuple(f"Fix {e}" for e in errors))
 
         dotted = ".".join(self.items)
-        value: Any = document
-        for part in self.items:
-            if isinstance(value, Mapping) and part in value:
-                value = value[part]
-            elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-                value = value[int(part)]
-            else:
-                return CheckResult(
-                    0.0, f"no value at {dotted!r} in the JSON", (f"Add the list {dotted!r} to the JSON",)
-                )
+        value = value_at(document, self.items)
+        if value is MISSING:
+            return CheckResult(0.0, f"no value at {dotted!r} in the JSON", (f"Add the list {dotted!r} to the JSON",))
         if not isinstance(value, list):
             return CheckResult(0.0, f"{dotted!r} is a {type(value).__name__}, not a list",
                                (f"Make {dotted!r} a JSON list",))
@@ -640,8 +674,11 @@ class DateAgeCheck:
         as_of = self._reference(context)
         dates: dict[dt.date, None] = {}
         unparseable: list[str] = []
-        for match in self.pattern.finditer(artifact):
-            text = match.group(1)
+        if self.pattern is _ISO_DATE:
+            found = [match.group(1) for match in self.pattern.finditer(artifact)]
+        else:
+            found = list(_run_user_pattern(self.pattern, artifact, self.path, f"{self.field_name}.pattern").groups)
+        for text in found:
             if text is None:
                 continue
             parsed = _as_date(text, self.date_format)

@@ -6,6 +6,7 @@ crash leaves a trace and never a half-written record.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,7 +14,8 @@ from typing import Any
 
 from harness.checks import CheckContext
 from harness.errors import ExitCode, HarnessError, ModelUnavailable, ValidationFailed
-from harness.judges import Evaluation, evaluate
+from harness.items import read_ranking
+from harness.judges import Evaluation, check_review, evaluate
 from harness.llm import CostCapReached, Usage, price_usd
 from harness.models import AgentConfig, Case, LoopPolicy, Outcome, RecordStatus, Rubric, RunRecord
 from harness.clock import utc_now
@@ -55,6 +57,7 @@ class AttemptResult:
     cost_usd: float
     exit_code: int
     error: str | None = None
+    cached: int = 0
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,10 @@ class LoopResult:
     @property
     def cost_usd(self) -> float:
         return sum(a.cost_usd for a in self.attempts)
+
+    @property
+    def cached_answers(self) -> int:
+        return sum(a.cached for a in self.attempts)
 
     @property
     def last_evaluation(self) -> Evaluation | None:
@@ -113,9 +120,10 @@ def run_loop(plan: CasePlan, store: RecordStore, *, on_attempt: AttemptHook | No
         if plan.stop is not None:
             plan.stop.check()  # never start an attempt once the session is stopping
         started = time.monotonic()
+        created_at = utc_now()  # the attempt's start: its agent_runs row and run-log entry both carry it
         details = AttemptDetails(nodeid=plan.nodeid, case_id=plan.case.id, rubric_name=plan.rubric.name,
                                  threshold=plan.threshold)
-        run_id = store.start_attempt(plan.location, number, plan.rubric.version, details)
+        run_id = store.start_attempt(plan.location, number, plan.rubric.version, details, created_at=created_at)
         outputs: list[RunnerOutput] = []
         try:
             if number == 1:
@@ -130,31 +138,37 @@ def run_loop(plan: CasePlan, store: RecordStore, *, on_attempt: AttemptHook | No
             store.write_artifact(plan.location, number, artifact)
             if plan.stop is not None and plan.stop.is_set():
                 raise Interrupted(f"interrupted before scoring: {plan.stop.reason}")
+            scoring_started = time.monotonic()
             evaluation = evaluate(artifact, rubric=plan.rubric, threshold=plan.threshold, context=context,
                                   judge=plan.judge, request={**base, "role": "evaluator", "attempt": number},
-                                  samples=plan.judge_samples)
+                                  samples=plan.judge_samples, revision_follows=number < max_attempts)
             outputs.append(_evaluation_output(evaluation))
             store.write_evaluation(plan.location, number, evaluation.to_output())
+            if plan.rubric.rubric_id is not None:
+                _write_review(plan, store, number, evaluation, scoring_started, started)
         except HarnessError as exc:
             outcome = _error_outcome(exc)
             reason = str(exc)
             spent = getattr(exc, "usage", None)
-            if spent is not None:  # a failed call's earlier tries still cost tokens
-                outputs.append(RunnerOutput(usage=spent, model=plan.agent.judge.model,
-                                            cost_usd=price_usd(plan.agent.judge.model, spent)))
+            if spent is not None:  # a failed call's earlier tries, an invalid answer's calls: billed all the same
+                model = getattr(exc, "model", None) or plan.agent.judge.model
+                cost = getattr(exc, "cost_usd", None)
+                outputs.append(RunnerOutput(usage=spent, model=model,
+                                            cost_usd=price_usd(model, spent) if cost is None else cost))
             if isinstance(exc, CostCapReached) and plan.stop is not None:
                 plan.stop.set(str(exc), cause="cost_cap")
             result = _finish(plan, store, run_id, number, started, "escalated", outcome, None, reason, outputs,
-                             int(exc.exit_code), on_attempt)
+                             int(exc.exit_code), on_attempt, created_at=created_at)
             attempts.append(result)
             escalation_reason = reason
             break
         flags = [f for f in (*plan.case.flags, *made.flags) if f in policy.escalate_conditions]
-        status, outcome, stop, reason = _decide(evaluation, number, max_attempts, policy, flags, plan.reviser)
+        status, outcome, stop, reason = _decide(evaluation, artifact, number, max_attempts, policy, flags,
+                                               plan.reviser)
         code = {"passed": 0, "failed": 1, "escalated": int(ExitCode.ESCALATION),
                 "indeterminate": int(ExitCode.UNAVAILABLE)}[outcome]
         result = _finish(plan, store, run_id, number, started, status, outcome, evaluation, reason, outputs, code,
-                         on_attempt)
+                         on_attempt, created_at=created_at)
         attempts.append(result)
         if status == "passed":
             store.write_final(plan.location, number)
@@ -162,16 +176,18 @@ def run_loop(plan: CasePlan, store: RecordStore, *, on_attempt: AttemptHook | No
             escalation_reason = reason if status == "escalated" else None
             break
     last = attempts[-1]
-    return LoopResult(
+    result = LoopResult(
         success=last.outcome == "passed", final_attempt=last.attempt, final_score=last.record.overall_score,
         artifact_path=last.record.artifact_path, all_runs=[a.record for a in attempts],
         escalated=last.record.status == "escalated", escalation_reason=escalation_reason, outcome=last.outcome,
         exit_code=last.exit_code, attempts=attempts,
     )
+    store.write_loop_result(plan.location, result.contract())  # every caller's item gets its loop-result.json
+    return result
 
 
-def _decide(evaluation: Evaluation, number: int, max_attempts: int, policy: LoopPolicy, flags: list[str],
-            reviser: Runner | None) -> tuple[RecordStatus, Outcome, bool, str | None]:
+def _decide(evaluation: Evaluation, artifact: str, number: int, max_attempts: int, policy: LoopPolicy,
+            flags: list[str], reviser: Runner | None) -> tuple[RecordStatus, Outcome, bool, str | None]:
     """Return (record status, outcome, stop?, reason) for a scored attempt."""
     verdict = evaluation.passed
     if verdict is None:
@@ -180,10 +196,14 @@ def _decide(evaluation: Evaluation, number: int, max_attempts: int, policy: Loop
         return "escalated", "escalated", True, f"escalate condition raised: {', '.join(flags)}"
     low, _ = evaluation.bounds
     if verdict:
-        if policy.margin_required and low - evaluation.threshold < policy.margin_required:
+        if policy.borderline_margin and low - evaluation.threshold < policy.borderline_margin:
             return ("escalated", "escalated", True,
-                    f"score {low:.2f} clears threshold {evaluation.threshold:.2f} by less than margin_required "
-                    f"{policy.margin_required:.2f}: a human should decide")
+                    f"score {low:.2f} clears threshold {evaluation.threshold:.2f} by less than borderline_margin "
+                    f"{policy.borderline_margin:.2f}: a human should decide")
+        if policy.margin_required:
+            close = _too_close_to_call(artifact, evaluation.rubric, policy.margin_required)
+            if close:
+                return "escalated", "escalated", True, close
         return "passed", "passed", True, None
     if number < max_attempts:
         return "failed", "failed", False, None
@@ -195,6 +215,34 @@ def _decide(evaluation: Evaluation, number: int, max_attempts: int, policy: Loop
     return "failed", "failed", True, why
 
 
+def _write_review(plan: CasePlan, store: RecordStore, number: int, evaluation: Evaluation, scoring_started: float,
+                  started: float) -> None:
+    """A review rubric's ReviewResult, checked against its ``output_schema`` (seed 003)."""
+    now = time.monotonic()
+    review = evaluation.to_review(int((now - scoring_started) * 1000), int((now - started) * 1000))
+    store.write_review(plan.location, number, review)
+    errors = check_review(review, plan.rubric)
+    if errors:
+        raise ValidationFailed(f"validation_failed: the review does not match {plan.rubric.name}'s output_schema: "
+                               f"{'; '.join(errors[:3])}", errors, json.dumps(review)[:2000])
+    # (the evaluation's own calls are already in the attempt's outputs)
+
+
+def _too_close_to_call(artifact: str, rubric: Rubric, margin: float) -> str | None:
+    """Seed 000 section 7's margin_required: the top candidate must beat the second by ``margin``.
+
+    Loading made sure the rubric says where the candidates and their scores are (``items.score``)."""
+    assert rubric.items is not None
+    ranking, problem = read_ranking(artifact, rubric.items)
+    if ranking is None:
+        return f"cannot rank the candidates for margin_required: {problem}: a human should choose"
+    if ranking.gap is None or ranking.gap >= margin - 1e-9:
+        return None
+    return (f"top candidate {ranking.top!r} ({ranking.top_score:g}) beats #2 {ranking.second!r} "
+            f"({ranking.second_score:g}) by {ranking.gap:g}, less than margin_required {margin:g}: "
+            "a human should choose")
+
+
 def _error_outcome(exc: HarnessError) -> Outcome:
     if isinstance(exc, ValidationFailed):
         return "validation_failed"
@@ -204,19 +252,22 @@ def _error_outcome(exc: HarnessError) -> Outcome:
 
 
 def _evaluation_output(evaluation: Evaluation) -> RunnerOutput:
-    return RunnerOutput(usage=evaluation.usage, model=evaluation.model, cost_usd=evaluation.cost_usd)
+    return RunnerOutput(usage=evaluation.usage, model=evaluation.model, cost_usd=evaluation.cost_usd,
+                        cached=evaluation.cached)
 
 
 def _finish(plan: CasePlan, store: RecordStore, run_id: int, number: int, started: float, status: RecordStatus,
             outcome: Outcome, evaluation: Evaluation | None, reason: str | None, outputs: list[RunnerOutput],
-            exit_code: int, on_attempt: AttemptHook | None) -> AttemptResult:
+            exit_code: int, on_attempt: AttemptHook | None, *, created_at: str) -> AttemptResult:
     usage = Usage()
     cost = 0.0
     model = None
+    cached = 0
     for out in outputs:
         usage = usage + out.usage
         cost += out.cost_usd
         model = out.model or model
+        cached += out.cached
     if evaluation is not None:
         dims = {name: {"score": d.score, "weight": d.weight, "reason": d.reason, "source": d.source}
                 for name, d in evaluation.dimensions.items()}
@@ -228,10 +279,11 @@ def _finish(plan: CasePlan, store: RecordStore, run_id: int, number: int, starte
     else:
         dims, feedback, fixes, overall = {}, reason or "", [], None
     artifact = plan.location.attempt_artifact(number)
+    made = artifact.exists()  # a producer that crashed made none: the record names no file that is not there
     record = RunRecord(
         cycle_id=plan.location.cycle_id, agent_name=plan.agent.name, attempt=number, status=status,
         overall_score=overall, dimension_scores={k: v["score"] for k, v in dims.items()}, feedback=feedback,
-        suggested_fixes=fixes, artifact_path=store.display_path(artifact), created_at=utc_now(),
+        suggested_fixes=fixes, artifact_path=store.display_path(artifact) if made else "", created_at=created_at,
         duration_ms=int((time.monotonic() - started) * 1000), rubric_version=plan.rubric.version,
     )
     details = AttemptDetails(
@@ -239,13 +291,14 @@ def _finish(plan: CasePlan, store: RecordStore, run_id: int, number: int, starte
         outcome=outcome, exit_code=exit_code, model=model, input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens, cache_write_tokens=usage.cache_write_tokens,
         cache_read_tokens=usage.cache_read_tokens, cost_usd=cost, dimensions=dims,
-        samples=(evaluation.samples or None) if evaluation else None,
+        samples=(evaluation.samples or None) if evaluation else None, cached_answers=cached,
     )
     store.finish_attempt(run_id, record, details, store.run_log_path(plan.location.cycle_id))
     if on_attempt is not None:
         on_attempt(record, details)
     return AttemptResult(attempt=number, record=record, outcome=outcome, evaluation=evaluation, usage=usage,
-                         cost_usd=cost, exit_code=exit_code, error=reason if evaluation is None else None)
+                         cost_usd=cost, exit_code=exit_code, error=reason if evaluation is None else None,
+                         cached=cached)
 
 
 def _utc_today():

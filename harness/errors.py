@@ -70,6 +70,14 @@ class HarnessConfigError(HarnessError):
         return text
 
 
+class HarnessConfigWarning(UserWarning):
+    """A user file works but departs from a contract's SHOULD; one line, like ``HarnessConfigError``."""
+
+    def __init__(self, path: Path | str, field: str | None, problem: str, fix: str | None = None):
+        self.error = HarnessConfigError(path, field, problem, fix)
+        super().__init__(self.error.message())
+
+
 class ModelCallError(HarnessError):
     """A model call failed after its retries (rate limit, server error, timeout, connection).
 
@@ -94,10 +102,13 @@ class ValidationFailed(HarnessError):
 
     exit_code = ExitCode.VALIDATION_FAILED
 
-    def __init__(self, message: str, errors: list[str], raw_response: str | None = None):
+    def __init__(self, message: str, errors: list[str], raw_response: str | None = None, *,
+                 usage: Usage | None = None, cost_usd: float | None = None, model: str | None = None):
         super().__init__(message)
         self.errors = errors
         self.raw_response = raw_response
+        # the calls that produced the invalid answers were billed: the records and the cost cap count them
+        self.usage, self.cost_usd, self.model = usage, cost_usd, model
 
 
 class AgentRunError(HarnessError):

@@ -20,11 +20,16 @@ import jsonschema
 from harness.checks import CheckContext
 from harness.clock import utc_now
 from harness.errors import ModelUnavailable, ValidationFailed
+from harness.items import count_items
 from harness.llm import ModelClient, Usage
 from harness.models import DimensionScore, EvaluatorOutput, PromptFile, Rubric
 from harness.runners import Runner, RunnerOutput
 
 SCORE_DECIMALS = 6
+# An answer's text fields are kept in eval.json and in SQLite; a judge that writes more is refused (the
+# model is asked once again, with the error), not stored (docs/design.md, "Limits").
+MAX_ANSWER_TEXT = 20_000
+MAX_ANSWER_FIXES = 50
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,7 @@ class DimensionVerdict:
     reason: str
     source: str  # "check", "judge" or "none"
     fixes: tuple[str, ...] = ()
+    sample_scores: tuple[float, ...] = ()  # each judge sample's score, when there were several
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,8 @@ class Evaluation:
     indeterminate_reason: str | None = None
     judge_reported_score: float | None = None
     samples: list[float] = field(default_factory=list)
+    items_evaluated: int = 1  # the artifact's items (a rubric's ``items:``), else the artifact itself
+    cached: int = 0  # judge answers replayed from the response cache
 
     @property
     def bounds(self) -> tuple[float, float]:
@@ -79,7 +87,12 @@ class Evaluation:
 
     @property
     def indeterminate_dimensions(self) -> list[str]:
-        return [name for name, d in self.dimensions.items() if d.score is None]
+        return [name for name, d in self.dimensions.items() if d.score is None and d.source != "skipped"]
+
+    @property
+    def not_judged(self) -> list[str]:
+        """Dimensions the judge was not asked about: the checks had decided the verdict already."""
+        return [name for name, d in self.dimensions.items() if d.source == "skipped"]
 
     def to_output(self) -> EvaluatorOutput:
         """The seed's EvaluatorOutput; unknown scores are null and listed in metadata."""
@@ -87,13 +100,15 @@ class Evaluation:
         metadata: dict[str, Any] = {
             "rubricVersion": self.rubric.version,
             "evaluatedAt": utc_now(),
-            "itemsEvaluated": len(self.dimensions) - len(self.indeterminate_dimensions),
+            "itemsEvaluated": self.items_evaluated,
             "rubric": self.rubric.name,
             "threshold": self.threshold,
             "scoreBounds": [low, high],
             "indeterminate": self.indeterminate_dimensions,
             "scoredBy": {name: d.source for name, d in self.dimensions.items()},
         }
+        if self.not_judged:
+            metadata["notJudged"] = self.not_judged
         if self.judge_reported_score is not None:
             metadata["judgeReportedScore"] = self.judge_reported_score
         if self.model:
@@ -112,6 +127,38 @@ class Evaluation:
             suggestedFixes=self.suggested_fixes,
             metadata=metadata,
         )
+
+
+    def to_review(self, evaluation_ms: int, total_ms: int) -> dict[str, Any]:
+        """The review contract's ReviewResult: one entry per criterion, pass/fail/indeterminate.
+
+        A criterion passes at a full score (the judge answers pass/fail criteria with 1 or 0; a check's
+        fraction below 1 is a failure). ``confidence`` is 1.0 for a check; for the judge it is the share of
+        samples that agree on the verdict (1.0 with one sample: ``--harness-judge-samples`` measures it)."""
+        results, issues, unknown = [], [], []
+        for dim in self.rubric.dimensions:
+            verdict = self.dimensions[dim.id]
+            if verdict.score is None:
+                state = "indeterminate"
+                unknown.append(dim.id)
+            else:
+                state = "pass" if verdict.score >= 1.0 - 1e-9 else "fail"
+                if state == "fail":
+                    issues.append(f"{dim.name or dim.id}: {verdict.reason}")
+            votes = [score >= 1.0 - 1e-9 for score in verdict.sample_scores]
+            confidence = 1.0 if not votes else max(votes.count(True), votes.count(False)) / len(votes)
+            results.append({"criterion_id": dim.id, "criterion_name": dim.name or dim.id, "verdict": state,
+                            "reasoning": verdict.reason, "confidence": confidence})
+        return {"pass": bool(self.passed), "issues": issues, "suggested_fixes": list(self.suggested_fixes),
+                "indeterminate": unknown, "criteria_results": results,
+                "timings_ms": {"evaluation": evaluation_ms, "total": total_ms}}
+
+
+def check_review(review: dict[str, Any], rubric: Rubric) -> list[str]:
+    """The review's errors against the rubric's ``output_schema`` (none when it declares none)."""
+    if rubric.output_schema is None:
+        return []
+    return validation_errors(review, rubric.output_schema)
 
 
 def judge_schema(rubric: Rubric, dimension_ids: list[str]) -> dict[str, Any]:
@@ -133,7 +180,7 @@ def _judge_schema(dimension_ids: tuple[str, ...], binary: frozenset[str]) -> dic
             "properties": {
                 "score": score,
                 "weight": {"type": "number", "minimum": 0, "maximum": 1},
-                "reason": {"type": "string", "minLength": 1},
+                "reason": {"type": "string", "minLength": 1, "maxLength": MAX_ANSWER_TEXT},
                 "indeterminate": {"type": "boolean"},
             },
         }
@@ -147,8 +194,9 @@ def _judge_schema(dimension_ids: tuple[str, ...], binary: frozenset[str]) -> dic
             "dimensionScores": {"type": "object", "required": list(dimension_ids),
                                 "properties": {dim_id: dimension(dim_id) for dim_id in dimension_ids},
                                 "additionalProperties": False},
-            "feedback": {"type": "string"},
-            "suggestedFixes": {"type": "array", "items": {"type": "string"}},
+            "feedback": {"type": "string", "maxLength": MAX_ANSWER_TEXT},
+            "suggestedFixes": {"type": "array", "maxItems": MAX_ANSWER_FIXES,
+                               "items": {"type": "string", "maxLength": MAX_ANSWER_TEXT}},
             "metadata": {"type": "object"},
         },
     }
@@ -160,9 +208,69 @@ def _validator(schema_json: str) -> jsonschema.Draft202012Validator:
 
 
 def validation_errors(data: Any, schema: dict[str, Any]) -> list[str]:
+    """Every way ``data`` breaks ``schema``, one line each: ``dimensionScores.accuracy.score: 1.7 is above
+    the maximum 1``. Wrong values (type, range, choice, length) come before missing and unexpected fields,
+    so a message that shows the first few shows those."""
     validator = _validator(json.dumps(schema, sort_keys=True))
-    return [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}"
-            for e in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))]
+    errors = sorted(validator.iter_errors(data), key=lambda e: (e.validator in ("required", "additionalProperties"),
+                                                                  [str(p) for p in e.absolute_path]))
+    return [_error_line(e) for e in errors]
+
+
+def _error_line(error: jsonschema.ValidationError) -> str:
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
+    value, expected, kind = error.instance, error.validator_value, error.validator
+    shown = _shown(value)
+    if kind == "required":
+        missing = error.message.rsplit(" is a required property", 1)[0].strip("'\"")
+        return f"{where + '.' if where else ''}{missing}: missing"
+    if kind == "additionalProperties" and isinstance(value, dict):
+        allowed = set((error.schema.get("properties") or {}))
+        extra = sorted(str(k) for k in value if k not in allowed)
+        return f"{where + '.' if where else ''}{', '.join(extra)}: not expected (allowed: {', '.join(sorted(allowed))})"
+    where = where or "(root)"
+    if kind == "type":
+        wanted = " or ".join(_TYPE_WORDS.get(t, t) for t in ([expected] if isinstance(expected, str) else expected))
+        return f"{where}: {shown} is {_TYPE_WORDS.get(_json_type(value), _json_type(value))}, not {wanted}"
+    if kind in ("maximum", "exclusiveMaximum"):
+        return f"{where}: {shown} is above the maximum {expected}" + (" (exclusive)" if kind[0] == "e" else "")
+    if kind in ("minimum", "exclusiveMinimum"):
+        return f"{where}: {shown} is below the minimum {expected}" + (" (exclusive)" if kind[0] == "e" else "")
+    if kind == "enum":
+        return f"{where}: {shown} is not one of {', '.join(_shown(v) for v in expected)}"
+    if kind == "maxLength" and isinstance(value, str):
+        return f"{where}: {len(value):,} characters, more than the maximum {expected:,}"
+    if kind == "minLength" and isinstance(value, str):
+        return f"{where}: " + ("empty" if not value else f"{len(value)} characters, fewer than the minimum {expected}")
+    return f"{where}: {' '.join(error.message.split())[:300]}"
+
+
+def _answer_errors(raw: str | None, schema: dict[str, Any]) -> list[str]:
+    """:func:`validation_errors` of a raw JSON answer; none when it is not JSON (the caller's own then)."""
+    try:
+        data = json.loads(raw or "")
+    except (ValueError, RecursionError):
+        return []
+    return validation_errors(data, schema) if isinstance(data, dict) else []
+
+
+_TYPE_WORDS = {"number": "a number", "integer": "a whole number", "string": "text", "boolean": "true or false",
+               "object": "an object", "array": "a list", "null": "null"}
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {str: "string", dict: "object", list: "array"}.get(type(value), type(value).__name__)
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def render_rubric(rubric: Rubric, dimension_ids: list[str]) -> str:
@@ -219,26 +327,41 @@ class LlmJudge:
                                            cached_system_prefix=self.stable_prefix(rubric, dims),
                                            **({"cache_extra": {"sample": sample}} if sample is not None else {}))
         if not result.success:
+            errors = _answer_errors(result.raw_response, request["schema"]) or result.validation_errors
             raise ValidationFailed(
                 f"validation_failed: the judge's answer did not match EvaluatorOutput after {result.attempts} "
-                f"attempts: {'; '.join(result.validation_errors[:3])}",
-                result.validation_errors, result.raw_response)
+                f"attempts: {'; '.join(errors[:3])} (fix: check that the evaluator prompt asks for the listed "
+                "dimensions, each scored 0 to 1 with a reason; raise judge.max_tokens if answers are cut off)",
+                errors, result.raw_response, usage=result.usage, cost_usd=result.cost_usd,
+                model=self.client.settings.model)
         return RunnerOutput(data=result.data, usage=result.usage, model=self.client.settings.model,
-                            cost_usd=result.cost_usd)
+                            cost_usd=result.cost_usd, cached=result.cache_hits)
 
 
 def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckContext,
-             judge: Runner | None, request: dict[str, Any], samples: int = 1) -> Evaluation:
-    """Score every dimension: checks first, then the judge for the rest (``samples`` times, concurrently)."""
+             judge: Runner | None, request: dict[str, Any], samples: int = 1,
+             revision_follows: bool = True) -> Evaluation:
+    """Score every dimension: checks first, then the judge for the rest (``samples`` times, concurrently).
+
+    The judge is not called when the checks alone decide the verdict and nothing would read its
+    feedback: a pass (nothing is revised), or a fail when no revision follows (``revision_follows``
+    False: the last attempt, a calibration example)."""
     verdicts: dict[str, DimensionVerdict] = {}
     for dim in rubric.dimensions:
         if dim.check is not None:
             result = dim.check.run(artifact, context)
             verdicts[dim.id] = DimensionVerdict(result.score, dim.weight, result.reason, "check", tuple(result.fixes))
     judged = [d.id for d in rubric.judged_dimensions]
+    decided = _decided_by_checks(verdicts, rubric, threshold)
+    if judged and (decided == "pass" or (decided == "fail" and not revision_follows)):
+        why = (f"not judged: the checks already decide the verdict ({decided})"
+               + ("" if decided == "pass" else " and no revision follows"))
+        for dim in rubric.judged_dimensions:
+            verdicts[dim.id] = DimensionVerdict(None, dim.weight, why, "skipped")
+        judged = []
     feedback_parts: list[str] = []
     judge_fixes: list[str] = []
-    usage, model, why_unknown, reported, cost = Usage(), None, None, None, 0.0
+    usage, model, why_unknown, reported, cost, cached = Usage(), None, None, None, 0.0, 0
     sample_overalls: list[float] = []
     if judged:
         try:
@@ -253,6 +376,7 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
             for answer in answers:
                 usage = usage + answer.usage
                 cost += answer.cost_usd
+                cached += answer.cached
                 model = answer.model or model
             first = answers[0].data or {}
             reported = first.get("overallScore")
@@ -276,10 +400,23 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
     evaluation = Evaluation(rubric=rubric, threshold=threshold, dimensions=ordered, feedback="",
                             suggested_fixes=fixes, usage=usage, cost_usd=cost, model=model,
                             indeterminate_reason=why_unknown,
-                            judge_reported_score=reported, samples=sample_overalls)
+                            judge_reported_score=reported, samples=sample_overalls,
+                            items_evaluated=count_items(artifact, rubric.items), cached=cached)
     summary = _summary(evaluation)
     feedback = " ".join(p for p in [summary, *feedback_parts] if p)
     return Evaluation(**{**evaluation.__dict__, "feedback": feedback})
+
+
+def _decided_by_checks(verdicts: dict[str, DimensionVerdict], rubric: Rubric, threshold: float) -> str | None:
+    """"pass" when even a judge's zeros keep the score at the threshold, "fail" when even its ones leave it
+    below, None when the judge decides."""
+    checked = sum(v.weight * v.score for v in verdicts.values() if v.score is not None)
+    open_weight = sum(d.weight for d in rubric.dimensions if d.id not in verdicts or verdicts[d.id].score is None)
+    if round(checked, SCORE_DECIMALS) >= threshold:
+        return "pass"
+    if round(checked + open_weight, SCORE_DECIMALS) < threshold:
+        return "fail"
+    return None
 
 
 def _combine_samples(dim_id: str, weight: float, answers: list[dict[str, Any]]) -> DimensionVerdict:
@@ -293,7 +430,8 @@ def _combine_samples(dim_id: str, weight: float, answers: list[dict[str, Any]]) 
     reason = str(scored[0]["reason"])
     if len(given) > 1:
         reason = f"{reason} [samples: {', '.join(f'{x:.2f}' for x in scores)}]"
-    return DimensionVerdict(round(mean, SCORE_DECIMALS), weight, reason, "judge")
+    return DimensionVerdict(round(mean, SCORE_DECIMALS), weight, reason, "judge",
+                            sample_scores=tuple(scores) if len(given) > 1 else ())
 
 
 def _sample_judge(judge: Runner | None, request: dict[str, Any], rubric: Rubric, judged: list[str], artifact: str,
@@ -323,7 +461,9 @@ def _ask_judge(judge: Runner | None, request: dict[str, Any], rubric: Rubric, ju
     errors = validation_errors(answer.data, schema)
     if errors:
         raise ValidationFailed(f"validation_failed: the evaluator's answer does not match EvaluatorOutput: "
-                               f"{'; '.join(errors[:3])}", errors, json.dumps(answer.data)[:2000])
+                               f"{'; '.join(errors[:3])} (fix: make the evaluator return overallScore, passed, "
+                               "feedback, suggestedFixes and dimensionScores with a score from 0 to 1 and a reason "
+                               f"for each of {', '.join(judged)})", errors, json.dumps(answer.data)[:2000])
     return answer
 
 

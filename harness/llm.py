@@ -111,8 +111,8 @@ class ModelReply:
 class GenerationResult:
     """Seed 003's GenerationResult: the validated data, or the validation errors after the one retry.
 
-    ``cost_usd`` sums the replies' costs (cache hits are free); ``cache_hits`` counts the answers
-    that came from the response cache.
+    ``usage`` and ``cost_usd`` sum the live calls (cache hits take no tokens and are free); ``cache_hits``
+    counts the answers that came from the response cache.
     """
 
     success: bool
@@ -251,14 +251,11 @@ def load_price_table(path: Path | str) -> dict[str, Price]:
 
 
 def _read_price_file(path: Path) -> Any:
-    if path.suffix.lower() != ".json":
-        from harness.yamlfile import load_yaml
+    from harness.yamlfile import load_yaml, read_text
 
+    if path.suffix.lower() != ".json":
         return load_yaml(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise HarnessConfigError(path, None, f"cannot read file ({exc.strerror})", "check the path") from None
+    text = read_text(path)  # the size limit and a clear line for a file that is not UTF-8
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -869,7 +866,8 @@ class ModelClient:
                     err.usage = usage  # the first call's tokens were spent: keep them accountable
                 raise
             timings["llm_call"] += (time.perf_counter() - t_call) * 1000
-            usage = usage + reply.usage
+            if not reply.cached:  # a replayed answer took no tokens this time
+                usage = usage + reply.usage
             cost += reply.cost_usd
             cache_hits += reply.cached
 

@@ -14,7 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.llm import ModelSettings
 
-Outcome = Literal["passed", "failed", "escalated", "indeterminate", "error", "validation_failed"]
+DEFAULT_THRESHOLD = 0.85  # seed 000 section 7: pass_threshold when no file sets one
+# interrupted: the session ended (a kill, a crash) mid-attempt; the next session records it (records.reconcile)
+Outcome = Literal["passed", "failed", "escalated", "indeterminate", "error", "validation_failed", "interrupted"]
 RecordStatus = Literal["running", "passed", "failed", "escalated"]
 Role = Literal["producer", "evaluator", "reviser"]
 
@@ -55,6 +57,14 @@ class Examples(Frozen):
     inputs: dict[str, Any] = Field(default_factory=dict)
 
 
+class ItemsSpec(Frozen):
+    """Where a structured artifact keeps its items (a list path), and for a selector, each item's score."""
+
+    path: tuple[str, ...]  # keys (or list indexes) from the document's root to the list
+    score: str | None = None  # the field of each item that ranks it: margin_required compares the top two
+    label: str | None = None  # the field that names an item in messages (else its position)
+
+
 class Rubric(Frozen):
     name: str  # the file stem: what --rubric and agents.yaml refer to
     path: Path
@@ -67,6 +77,9 @@ class Rubric(Frozen):
     scoring_mode: Literal["weighted", "binary"] = "weighted"
     dimensions: tuple[Dimension, ...]
     examples: Examples = Examples()
+    items: ItemsSpec | None = None  # None: the artifact is one item
+    rubric_id: str | None = None  # a review rubric's own id (seed 003), looked up with its version
+    output_schema: dict[str, Any] | None = None  # a review rubric's schema for the structured review
 
     @property
     def judged_dimensions(self) -> tuple[Dimension, ...]:
@@ -104,12 +117,23 @@ class PromptFile(Frozen):
 class LoopPolicy(Frozen):
     """Thresholds and escalation (seed 000 section 7), resolved for one agent."""
 
-    threshold: float | None = None  # None: the rubric's threshold applies
+    threshold: float | None = None  # the agent's own; None: the rubric's, else the defaults'
+    default_threshold: float | None = None  # defaults.pass_threshold: applies only where neither sets one
     max_attempts: int = 3
     escalate_on_fail: bool = True
-    margin_required: float = 0.0
+    margin_required: float = 0.0  # a selector's top candidate must beat the second by this much
+    borderline_margin: float = 0.0  # a pass closer than this to the threshold goes to a human
     escalate_conditions: tuple[str, ...] = ()
     escalation_fails_gate: bool = True
+
+    def threshold_for(self, rubric: Rubric) -> float:
+        """The agent's threshold, else the rubric's, else defaults.pass_threshold, else 0.85."""
+        if rubric.scoring_mode == "binary":
+            return 1.0
+        for value in (self.threshold, rubric.threshold, self.default_threshold):
+            if value is not None:
+                return value
+        return DEFAULT_THRESHOLD
 
 
 class AgentConfig(Frozen):

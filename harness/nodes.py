@@ -15,13 +15,12 @@ from harness.engine import CasePlan, LoopResult, run_loop
 from harness.errors import ExitCode, HarnessConfigError, HarnessError
 from harness.judges import evaluate
 from harness.loading import load_cases, load_rubric, load_suite
-from harness.models import AgentConfig, Case, Rubric
+from harness.models import DEFAULT_THRESHOLD, AgentConfig, Case, Rubric
 from harness.report_text import failure_table, progress_printer
 from harness.runners import Runner
 from harness.scheduler import StopRequested
 from harness.session import HarnessSession, harness_session
 
-DEFAULT_THRESHOLD = 0.85
 # An attempt cut short because the session stopped (-x, Ctrl-C, the cost cap): not a verdict.
 STOPPED_EXIT_CODES = (int(ExitCode.INCOMPLETE), int(ExitCode.QUOTA_EXCEEDED))
 AGENTS_FILE = "agents.yaml"
@@ -128,7 +127,7 @@ class CalibrationItem(HarnessItem):
                               context=context, judge=judge,
                               request={"agent": self.rubric.agent or "", "case": self.example.stem,
                                        "inputs": dict(self.rubric.examples.inputs), "role": "evaluator",
-                                       "attempt": 1})
+                                       "attempt": 1}, revision_follows=False)
         low, high = evaluation.bounds
         score = f"{low:.2f}" if low == high else f"{low:.2f}..{high:.2f}"
         self.user_properties.append(("harness_rubric", self.rubric.name))
@@ -181,7 +180,7 @@ class CaseFile(pytest.File):
                                          f"create {AGENTS_FILE} next to the suites (see README)")
             suite = hs.cached("suite", agents_path, lambda: load_suite(
                 agents_path, rubrics_dir=hs.rubrics_dir, runner_kinds=runner_kinds(self.config)))
-            cases = load_cases(self.path, agents=suite.agents)
+            cases = load_cases(self.path, agents=suite.agents, input_roots=hs.input_roots)
             prepared = {name: self._prepare(hs, suite.agents[name]) for name in dict.fromkeys(c.agent for c in cases)}
         except HarnessConfigError as exc:
             raise self.CollectError(exc.message(self.config.rootpath)) from None
@@ -193,6 +192,11 @@ class CaseFile(pytest.File):
     def _prepare(self, hs: HarnessSession, agent: AgentConfig) -> tuple[Rubric, dict[str, Runner]]:
         """The rubric and runners of an agent, shared by all its cases in this file."""
         rubric = load_rubric_once(hs, agent.rubric_path)
+        if agent.policy.margin_required and (rubric.items is None or rubric.items.score is None):
+            raise HarnessConfigError(agent.producer.file, f"agents.{agent.name}.margin_required",
+                                     f"compares the top two candidates of a ranked artifact, but rubric {rubric.name} "
+                                     "does not say where they are", f"add `items: {{path: candidates, score: score}}` "
+                                     f"to {rubric.path.name}, or remove margin_required")
         if rubric.judged_dimensions and agent.evaluator is None:
             names = ", ".join(d.id for d in rubric.judged_dimensions)
             raise HarnessConfigError(agent.producer.file, f"agents.{agent.name}.evaluator",
@@ -215,10 +219,7 @@ class CaseItem(HarnessItem):
     def __init__(self, *, case: Case, agent: AgentConfig, rubric: Rubric, runners: dict[str, Runner], **kwargs: Any):
         super().__init__(**kwargs)
         self.case, self.agent, self.rubric, self.runners = case, agent, rubric, runners
-        self.threshold = (agent.policy.threshold if agent.policy.threshold is not None
-                          else rubric.effective_threshold(DEFAULT_THRESHOLD))
-        if rubric.scoring_mode == "binary":
-            self.threshold = 1.0
+        self.threshold = agent.policy.threshold_for(rubric)
         self.add_marker(pytest.mark.harness_case)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -279,13 +280,15 @@ class CaseItem(HarnessItem):
             for name, d in evaluation.dimensions.items()}
         self.user_properties.extend([
             ("harness_agent", self.agent.name), ("harness_case", self.case.id), ("harness_rubric", self.rubric.name),
-            ("harness_outcome", result.outcome), ("harness_score", result.final_score),
+            ("harness_outcome", result.outcome), *([("harness_score", result.final_score)]
+                                                   if result.final_score is not None else []),
             ("harness_threshold", self.threshold), ("harness_attempts", result.final_attempt),
             ("harness_input_tokens", usage.input_tokens), ("harness_output_tokens", usage.output_tokens),
             ("harness_cache_write_tokens", usage.cache_write_tokens),
             ("harness_cache_read_tokens", usage.cache_read_tokens),
             ("harness_cost_usd", round(result.cost_usd, 6)), ("harness_cycle", hs.cycle_id),
             ("harness_artifact", result.artifact_path), ("harness_dimensions", json.dumps(dims)),
+            ("harness_cached_answers", result.cached_answers),
         ])
         if evaluation is not None and evaluation.samples:
             self.user_properties.extend([("harness_samples", json.dumps(evaluation.samples)),

@@ -9,6 +9,7 @@ collected; an enabled session that collects none of our files prints nothing and
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,12 +17,12 @@ import pytest
 
 from harness.activation import (add_enable_ini, add_option, enabled, forgotten_hint, note_forgotten,
                                 refuse_options_when_off)
-from harness.argtypes import choice, dollars, whole_number
+from harness.argtypes import choice, dollars, seconds, whole_number
 
 if TYPE_CHECKING:
     from harness.session import HarnessSession
 
-RUBRIC_SUFFIXES = (".yaml", ".yml")
+RUBRIC_SUFFIXES = (".yaml", ".yml", ".json")  # JSON: the review rubrics of a prompt registry
 CASE_SUFFIXES = (".cases.yaml", ".cases.yml")
 ACTIVE = pytest.StashKey[bool]()
 SESSION_TOKEN = pytest.StashKey[str]()
@@ -89,6 +90,8 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     parser.addini("harness_progress_interval", "seconds between progress lines, 0 for none (default: 10)",
                   default="10")
     parser.addini("harness_work_dir", "work folder for records (default: WORK)", default="WORK")
+    parser.addini("harness_input_dirs", "folders outside the project that case input files may come from, one a "
+                  "line (default: none; inside the project only)", type="linelist", default=[])
     parser.addini("harness_rubrics_dir", "folder of rubric files (default: rubrics)", default="rubrics")
     parser.addini("harness_suite", "agents.yaml used to calibrate judged rubrics (default: suites/agents.yaml)",
                   default="suites/agents.yaml")
@@ -114,9 +117,11 @@ def _rubrics_dir(config: pytest.Config) -> Path:
 
 
 def known_rubrics(folder: Path) -> list[str]:
-    if not folder.is_dir():
-        return []
-    return sorted({p.stem for p in folder.iterdir() if p.suffix in RUBRIC_SUFFIXES})
+    """The names --rubric accepts: file names, and the ``rubric_id`` of review rubrics."""
+    from harness.loading import rubric_files, rubric_identity
+
+    files = rubric_files(folder)
+    return sorted({p.stem for p in files} | {rid for p in files for rid, _ in [rubric_identity(p)] if rid})
 
 
 def _setting(config: pytest.Config, name: str, parse):
@@ -127,7 +132,7 @@ def _setting(config: pytest.Config, name: str, parse):
     try:
         raw = config.getini(name)
     except (ValueError, pytest.UsageError) as exc:  # a typed ini value (bool) that does not parse
-        raise pytest.UsageError(f"ini {name}: {exc}") from None
+        raise pytest.UsageError(f"ini {name}: {exc} (fix: write true or false)") from None
     if raw in ("", None):
         return None
     if not isinstance(raw, str):
@@ -135,16 +140,60 @@ def _setting(config: pytest.Config, name: str, parse):
     try:
         return parse(raw)
     except (argparse.ArgumentTypeError, ValueError) as exc:
-        raise pytest.UsageError(f"ini {name} = {raw!r}: {exc}") from None
+        text = str(exc)
+        if "(fix: " not in text:
+            text += f" (fix: correct or remove the {name} line in the ini file)"
+        raise pytest.UsageError(f"ini {name} = {raw!r}: {text}") from None
+
+
+def _work_dir(config: pytest.Config, root: Path) -> Path:
+    """The work folder: a folder, or a path where one can be made; checked here, created when first used."""
+    given = config.getoption("harness_work_dir")
+    name = "--harness-work-dir" if given else "ini harness_work_dir"
+    work = (root / (given or config.getini("harness_work_dir"))).resolve()
+    existing = work
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        problem = "is a file" if existing == work else f"cannot be made: {existing} is a file"
+        raise pytest.UsageError(f"{name} {work}: {problem}, not a folder (fix: give a folder for the records; "
+                                "it is created when missing)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        where = "" if existing == work else f" ({existing} is not writable)"
+        raise pytest.UsageError(f"{name} {work}: cannot write there{where} (fix: give a folder you can write to)")
+    return work
+
+
+def _prices_path(config: pytest.Config, root: Path) -> Path | None:
+    """ini harness_prices: the file must exist (its contents are checked when collection loads it)."""
+    prices = config.getini("harness_prices")
+    if not prices:
+        return None
+    path = root / prices
+    if not path.is_file():
+        raise pytest.UsageError(f"ini harness_prices = {prices!r}: no file {path} (fix: create the price table, or "
+                                "correct the path; it is relative to the rootdir)")
+    return path
+
+
+def _input_roots(config: pytest.Config, root: Path) -> tuple[Path, ...]:
+    """Where case input files may come from: the project, and the folders of ini harness_input_dirs."""
+    roots = [root.resolve()]
+    for entry in config.getini("harness_input_dirs"):
+        folder = (root / entry).resolve()
+        if not folder.is_dir():
+            raise pytest.UsageError(f"ini harness_input_dirs: {entry} ({folder}) is not a folder "
+                                    "(fix: list existing folders, one a line, relative to the rootdir or absolute)")
+        roots.append(folder)
+    return tuple(roots)
 
 
 def _settings(config: pytest.Config) -> dict:
     """Every harness option, from the command line or its ini twin; parsed once, in pytest_configure."""
     root = Path(config.rootpath)
-    work = config.getoption("harness_work_dir") or config.getini("harness_work_dir")
-    prices = config.getini("harness_prices")
     return dict(
-        work_dir=(root / work).resolve(), rubrics_dir=_rubrics_dir(config).resolve(), import_root=root,
+        work_dir=_work_dir(config, root), rubrics_dir=_rubrics_dir(config).resolve(), import_root=root,
+        input_roots=_input_roots(config, root),
         indeterminate=_setting(config, "harness_indeterminate", _indeterminate),
         concurrency=_setting(config, "harness_concurrency", _positive) or DEFAULT_CONCURRENCY,
         judge_samples=_setting(config, "harness_judge_samples", _positive) or 1,
@@ -152,8 +201,8 @@ def _settings(config: pytest.Config) -> dict:
         cache_mode=_setting(config, "harness_cache", choice(*CACHE_MODES)) or "auto",
         batch=bool(_setting(config, "harness_batch", bool)),
         rate_limits={flag: _setting(config, f"harness_{flag}", _positive) for flag in ("rpm", "itpm", "otpm")},
-        prices_path=(root / prices) if prices else None,
-        progress_interval_s=_setting(config, "harness_progress_interval", float) or 0.0,
+        prices_path=_prices_path(config, root),
+        progress_interval_s=_setting(config, "harness_progress_interval", seconds) or 0.0,
     )
 
 
@@ -207,17 +256,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     keep, drop = [], []
     for item in items:
-        (keep if isinstance(item, HarnessItem) and item.rubric.name == wanted else drop).append(item)
+        chosen = isinstance(item, HarnessItem) and wanted in (item.rubric.name, item.rubric.rubric_id)
+        (keep if chosen else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
 
 
-@pytest.hookimpl(wrapper=True)
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # tryfirst: the outermost wrapper, after every other plugin's say
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
-    """Everything a report carries to the terminal, JUnit XML and xdist's controller goes through the
-    redaction filter: failure text, skip reasons, captured output and user properties."""
+    """pytest's verdict on a case (the compare gate's included) goes into the records, so ``harness report``
+    and ``harness history`` count what pytest counted. Then everything a report carries to the terminal,
+    JUnit XML and xdist's controller goes through the redaction filter: failure text, skip reasons,
+    captured output and user properties."""
     report = yield
+    if report.when == "call" and item.config.stash.get(ACTIVE, False):
+        _record_verdict(item, report)
     if enabled(item.config) and (report.longrepr or report.sections or report.user_properties):
         from harness.redaction import Redactor, redact_json
 
@@ -240,7 +294,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
     return report
 
 
-@pytest.hookimpl(optionalhook=True)
+def _record_verdict(item: pytest.Item, report: pytest.TestReport) -> None:
+    from harness.nodes import CaseItem
+
+    if isinstance(item, CaseItem) and any(name == "harness_outcome" for name, _ in item.user_properties):
+        from harness.report_text import verdict_word
+        from harness.session import harness_session
+
+        hs = harness_session(item.config)
+        hs.store.record_verdict(hs.cycle_id, item.nodeid, verdict_word(report))
+
+
 def pytest_configure_node(node) -> None:
     """pytest-xdist: the workers of one session share one cycle (the token names the session)."""
     config = node.config
@@ -307,16 +371,20 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         if hint:
             terminalreporter.write_line(hint, yellow=True)
         return
-    from harness.report_text import not_run_by_cost_cap, properties_of, summary_lines, tally
+    from harness.report_text import not_run_by_cost_cap, properties_of, verdict_word, summary_lines, tally
 
     reports = [r for key in ("passed", "failed", "skipped", "xfailed", "xpassed", "error")
                for r in terminalreporter.stats.get(key, []) if getattr(r, "when", "call") == "call"]
-    tallies = tally((r.nodeid, properties_of(r)) for r in reports)
+    tallies = tally((r.nodeid, properties_of(r), verdict_word(r)) for r in reports)
     if not tallies:
         return
     cycles = sorted({p.get("harness_cycle") for r in reports if (p := properties_of(r)).get("harness_cycle")})
     terminalreporter.write_sep("=", "harness summary")
     terminalreporter.write_line(f"cycle {', '.join(cycles)} - records in {config.stash[SETTINGS]['work_dir']}")
+    from harness.records import reconciliation_note
+
+    for note in filter(None, (reconciliation_note(config.stash[SETTINGS]["work_dir"], c) for c in cycles)):
+        terminalreporter.write_line(note, yellow=True)  # what this session finished of a killed one's records
     for line in summary_lines(tallies):
         terminalreporter.write_line(line)
     if config.stash.get(ACTIVE, False):

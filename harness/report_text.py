@@ -29,7 +29,8 @@ def failure_table(result: LoopResult, agent: str, case: str, threshold: float) -
         "error": f"ERROR on attempt {result.final_attempt}: {result.escalation_reason}",
         "validation_failed": f"VALIDATION FAILED on attempt {result.final_attempt}: {result.escalation_reason}",
     }.get(result.outcome, result.outcome)
-    lines = [f"{agent}[{case}] {headline}"]
+    headline, _, trace = headline.partition("\n")  # an agent's crash: its own frames follow the line
+    lines = [f"{agent}[{case}] {headline}", *([trace] if trace else [])]
     evaluation = result.last_evaluation
     if evaluation is not None:
         width = max(len("dimension"), *(len(n) for n in evaluation.dimensions))
@@ -45,9 +46,10 @@ def failure_table(result: LoopResult, agent: str, case: str, threshold: float) -
             lines.append("  suggested fixes:")
             lines.extend(f"    - {fix}" for fix in evaluation.suggested_fixes)
     lines.append("  artifacts:")
-    for run in result.all_runs:
-        lines.append(f"    attempt {run.attempt} ({run.status}, {_score(run.overall_score).strip()}): "
-                     f"{run.artifact_path}")
+    for attempt in result.attempts:
+        run = attempt.record
+        where = run.artifact_path or "none (the attempt made no artifact)"
+        lines.append(f"    attempt {run.attempt} ({attempt.outcome}, {_score(run.overall_score).strip()}): {where}")
     return "\n".join(lines)
 
 
@@ -66,15 +68,17 @@ class RubricTally:
     cost_usd: float = 0.0
     unstable: list[str] = field(default_factory=list)
     spreads: list[float] = field(default_factory=list)
+    cached_answers: int = 0
 
-    def add(self, props: dict[str, Any], nodeid: str = "") -> None:
+    def add(self, props: dict[str, Any], nodeid: str = "", word: str = "") -> None:
+        """One item; ``word`` is pytest's verdict on it (passed, failed, skipped, xfailed, xpassed)."""
         outcome = props.get("harness_outcome")
         self.items += 1
-        self.passed += outcome == "passed"
+        self.passed += word in ("passed", "xpassed")
         self.indeterminate += outcome == "indeterminate"
         self.escalated += outcome == "escalated"
         self.errors += outcome in ("error", "validation_failed")
-        if outcome != "indeterminate":  # errors count against the pass rate; unscored items do not
+        if word != "skipped":  # the pass rate divides by the items pytest passed or failed, as it counts them
             self.scored += 1
         if props.get("harness_score") is not None:
             self.scores.append(float(props["harness_score"]))
@@ -82,6 +86,7 @@ class RubricTally:
         self.input_tokens += int(props.get("harness_input_tokens") or 0)
         self.output_tokens += int(props.get("harness_output_tokens") or 0)
         self.cost_usd += float(props.get("harness_cost_usd") or 0.0)
+        self.cached_answers += int(props.get("harness_cached_answers") or 0)
         samples = props.get("harness_samples")
         if samples:
             values = json.loads(samples) if isinstance(samples, str) else samples
@@ -90,17 +95,17 @@ class RubricTally:
             self.unstable.append(nodeid)
 
 
-def tally(results: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, RubricTally]:
-    """Per rubric totals from ``(nodeid, user_properties)`` pairs."""
+def tally(results: Iterable[tuple[str, dict[str, Any], str]]) -> dict[str, RubricTally]:
+    """Per rubric totals from ``(nodeid, user_properties, pytest's word)``."""
     tallies: dict[str, RubricTally] = {}
-    for nodeid, props in results:
+    for nodeid, props, word in results:
         if "harness_outcome" in props:
-            tallies.setdefault(props["harness_rubric"], RubricTally()).add(props, nodeid)
+            tallies.setdefault(props["harness_rubric"], RubricTally()).add(props, nodeid, word)
     return dict(sorted(tallies.items()))
 
 
 def _row(name: str, t: RubricTally) -> tuple[str, ...]:
-    rate = f"{t.passed / t.scored:.0%}" if t.scored else "-"
+    rate = f"{t.passed / t.scored:.0%} of {t.scored}" if t.scored else "-"
     mean = f"{sum(t.scores) / len(t.scores):.3f}" if t.scores else "-"
     attempts = f"{sum(t.attempts) / len(t.attempts):.1f}" if t.attempts else "-"
     return (name, str(t.items), str(t.passed), rate, mean, attempts, f"{t.input_tokens}/{t.output_tokens}",
@@ -130,6 +135,9 @@ def summary_lines(tallies: dict[str, RubricTally]) -> list[str]:
             notes.append(f"{name}: {t.escalated} escalated to a human")
         if t.errors:
             notes.append(f"{name}: {t.errors} ended in an error (model or agent failure)")
+        if t.cached_answers:
+            notes.append(f"{name}: {t.cached_answers} model answer{'s' * (t.cached_answers != 1)} from the response "
+                         "cache (replayed, not called: no tokens, $0)")
         if t.spreads:
             notes.append(f"{name}: judge samples spread (max - min of the overall score): mean "
                          f"{sum(t.spreads) / len(t.spreads):.3f}, worst {max(t.spreads):.3f}")
@@ -169,3 +177,10 @@ def properties_of(report: Any) -> dict[str, Any]:
     if isinstance(props.get("harness_dimensions"), str):
         props["harness_dimensions"] = json.loads(props["harness_dimensions"])
     return props
+
+
+def verdict_word(report: Any) -> str:
+    """passed, failed, skipped, xfailed or xpassed: the words of pytest's own summary line."""
+    if hasattr(report, "wasxfail"):
+        return "xpassed" if report.passed else "xfailed"
+    return report.outcome

@@ -15,9 +15,12 @@ An evaluator answers with EvaluatorOutput JSON (seed 000 section 2).
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
+import sysconfig
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -42,6 +45,7 @@ class RunnerOutput:
     usage: Usage = Usage()
     model: str | None = None
     cost_usd: float = 0.0  # what the model calls behind this output cost (0 for cache hits)
+    cached: int = 0  # answers behind this output that the response cache replayed (their tokens are not counted)
 
 
 class Runner(Protocol):
@@ -72,15 +76,35 @@ class PythonRunner:
     def __init__(self, spec: RunnerSpec, role: str, import_root: Path):
         self.role = role
         self.source = spec.target
+        self.import_root = import_root
         self.function = import_callable(spec.target, path=spec.file, field=spec.field, import_root=import_root)
         self.options = spec.options
 
     def run(self, request: dict[str, Any]) -> RunnerOutput:
         try:
             answer = self.function(request, **self.options)
-        except Exception as exc:  # the user's code: report it in one line, not a traceback
-            raise AgentRunError(f"{self.role} {self.source} raised {type(exc).__name__}: {exc}") from exc
+        except Exception as exc:  # the user's code: one line, then the user's own frames (not ours, not libraries')
+            frames = user_frames(exc, self.import_root)
+            raise AgentRunError(f"{self.role} {self.source} raised {type(exc).__name__}: {exc}"
+                                + (f"\n{frames}" if frames else "")) from exc
         return output_from_answer(answer, self.role, self.source)
+
+
+_NOT_USER_CODE = tuple({str(Path(p).resolve()) for key, p in sysconfig.get_paths().items()
+                        if key in ("stdlib", "platstdlib", "purelib", "platlib")} | {str(Path(__file__).parent)})
+
+
+def user_frames(exc: BaseException, root: Path, limit: int = 8) -> str:
+    """The traceback's frames in the user's code, pytest-style (``file:line in function`` and the line),
+    the innermost ``limit`` of them; files under the project root are named relative to it."""
+    shown = []
+    for frame in traceback.extract_tb(exc.__traceback__):
+        path = str(Path(frame.filename).resolve())
+        if path.startswith(_NOT_USER_CODE) or frame.filename.startswith("<"):
+            continue
+        name = os.path.relpath(path, root) if path.startswith(str(root.resolve()) + os.sep) else path
+        shown.append(f"  {name}:{frame.lineno} in {frame.name}" + (f"\n      {frame.line}" if frame.line else ""))
+    return "\n".join(shown[-limit:])
 
 
 # --- command -----------------------------------------------------------------------------------
@@ -157,7 +181,8 @@ class PromptRunner:
         # answer directly, since the loop cannot go on without them.
         reply = self.client.complete(system=self.prompt.text, messages=[{"role": "user", "content": message}],
                                      batch=False)
-        return RunnerOutput(text=reply.text, usage=reply.usage, model=reply.model, cost_usd=reply.cost_usd)
+        return RunnerOutput(text=reply.text, usage=Usage() if reply.cached else reply.usage, model=reply.model,
+                            cost_usd=reply.cost_usd, cached=int(reply.cached))
 
 
 # --- the built-in kinds, as a plugin of our own hooks --------------------------------------------

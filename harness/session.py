@@ -37,6 +37,7 @@ class HarnessSession:
     batch: bool = False
     rate_limits: dict[str, int | None] = field(default_factory=dict)
     prices_path: Path | None = None
+    input_roots: tuple[Path, ...] = ()  # where case input files may come from (the rootdir, harness_input_dirs)
     progress_interval_s: float = 10.0
     spent_usd: float = 0.0
     last_progress: float = field(default_factory=time.monotonic)

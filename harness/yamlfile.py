@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -38,18 +39,66 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+# The largest file of ours the harness reads (rubrics, agents.yaml, cases, prompts, input files, goals,
+# ideas, price tables): a bigger one is a mistake, and parsing it would take ~7x its size in memory.
+MAX_FILE_BYTES = 4 * 1024 * 1024
+
+
+def read_text(path: Path, *, limit: int = MAX_FILE_BYTES) -> str:
+    """A user file's text. Unreadable, larger than ``limit`` or not UTF-8: one ``HarnessConfigError``
+    naming the file (and for a bad byte, its line), never a traceback."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise HarnessConfigError(path, None, f"cannot read file ({exc.strerror or exc})", "check the path") from None
+    if len(data) > limit:
+        try:
+            size = f"{_megabytes(path.stat().st_size)}"
+        except OSError:
+            size = "too large"
+        raise HarnessConfigError(path, None, f"file is {size}, over the {_megabytes(limit)} limit for a file the "
+                                 "harness reads", "make it smaller: split it, or keep bulky data out of it")
+    return decode_utf8(data, path)
+
+
+def decode_utf8(data: bytes, path: Path | str) -> str:
+    """``data`` as UTF-8 text; a byte that is not UTF-8 is an error naming its line and column."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise HarnessConfigError(path, f"line {line}", f"byte 0x{data[exc.start]:02x} at column {column} (byte "
+                                 f"offset {exc.start}) is not UTF-8", "save the file as UTF-8") from None
+
+
+def _megabytes(size: int) -> str:
+    megabytes = size / (1024 * 1024)
+    return f"{megabytes:.0f} MB" if megabytes == int(megabytes) else f"{megabytes:.1f} MB"
+
+
 def load_yaml(path: Path) -> Any:
     """Parse ``path``; a syntax error or a duplicate key is one ``HarnessConfigError`` with its line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise HarnessConfigError(path, None, f"cannot read file ({exc.strerror})", "check the path") from None
-    return parse_yaml(text, path)
+    return parse_yaml(read_text(path), path)
+
+
+# A file's values, aliases expanded: more is an alias bomb (``&a [*b, *b, ...]``) that would hang whatever
+# walks the data next (JSON for the model, a check), not a real configuration.
+MAX_VALUES = 2_000_000
+
+
+MAX_DEPTH = 1000  # flow collections nested deeper crash libyaml's parser (a C stack overflow, not an error)
+_BRACKETS = re.compile(r"[^\[\]{}]+")
 
 
 def parse_yaml(text: str, path: Path) -> Any:
+    if text.count("[") + text.count("{") > MAX_DEPTH:
+        _check_nesting(text, path)
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:
+        raise HarnessConfigError(path, None, "nested too deeply to read", "flatten the YAML structure") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}" if mark else "YAML"
@@ -57,4 +106,32 @@ def parse_yaml(text: str, path: Path) -> Any:
         fix = "rename or remove the duplicate" if "duplicate key" in problem else "fix the YAML syntax"
         raise HarnessConfigError(path, where, problem, fix) from None
     except yaml.YAMLError as exc:
-        raise HarnessConfigError(path, None, f"invalid YAML: {exc}", "fix the YAML syntax") from None
+        raise HarnessConfigError(path, None, f"invalid YAML: {' '.join(str(exc).split())}",
+                                 "fix the YAML syntax") from None
+    if "&" in text:  # only anchors make aliases
+        _check_expansion(data, path)
+    return data
+
+
+def _check_nesting(text: str, path: Path) -> None:
+    depth = 0
+    for char in _BRACKETS.sub("", text):
+        depth = depth + 1 if char in "[{" else max(depth - 1, 0)
+        if depth > MAX_DEPTH:
+            raise HarnessConfigError(path, None, f"brackets nested more than {MAX_DEPTH} levels deep",
+                                     "flatten the YAML structure")
+
+
+def _check_expansion(data: Any, path: Path) -> None:
+    """Count the values once each alias is expanded, stopping at :data:`MAX_VALUES`."""
+    stack, seen = [data], 0
+    while stack:
+        value = stack.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            raise HarnessConfigError(path, None, f"expands to more than {MAX_VALUES:,} values (YAML aliases "
+                                     "repeated inside each other?)", "write the values out, without nested aliases")
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)

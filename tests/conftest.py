@@ -300,7 +300,7 @@ class Project:
         """agent_runs joined with attempt_details, in insertion order."""
         return self.rows("SELECT r.*, d.case_id, d.outcome, d.exit_code, d.nodeid, d.rubric_name, d.model,"
                          " d.input_tokens, d.output_tokens, d.cache_write_tokens, d.cache_read_tokens, d.cost_usd,"
-                         " d.dimensions AS details_dimensions FROM agent_runs r"
+                         " d.cached_answers, d.dimensions AS details_dimensions FROM agent_runs r"
                          " JOIN attempt_details d ON d.run_id = r.id ORDER BY r.id")
 
 

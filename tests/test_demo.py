@@ -35,7 +35,7 @@ def target_builder_rows(project: Project) -> list[dict[str, Any]]:
 def test_readme_command_1_runs_the_target_builder_demo_offline(demo: Project) -> None:
     result = demo.run("suites/", "--rubric", "target-quality", "-v", subprocess=True)  # a fresh process, as in CI
     assert result.ret == 0, result.stdout.str()
-    result.assert_outcomes(passed=1, deselected=1)
+    result.assert_outcomes(passed=1, deselected=2)
     result.stdout.fnmatch_lines([
         "suites/target_builder.cases.yaml::latam-fintech-2026-01 PASSED*",
         "*= harness summary =*",
@@ -49,7 +49,7 @@ def test_readme_command_1_runs_the_target_builder_demo_offline(demo: Project) ->
     run_dir = demo.work / "runs" / cycle
     folder = run_dir / "target_builder"
     assert sorted(p.name for p in folder.iterdir()) == [
-        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "final.md"]
+        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "final.md", "loop-result.json"]
     assert (folder / "final.md").read_text() == (folder / "attempt-2.md").read_text()
     assert not (run_dir / "brief_writer").exists()
 
@@ -96,7 +96,7 @@ def test_the_rubrics_pass_their_calibration(demo: Project) -> None:
 def test_the_judged_demo_agent_is_skipped_as_not_scored_offline(demo: Project) -> None:
     result = demo.run("suites/", "-v", "-rs")
     assert result.ret == 0, result.stdout.str()
-    result.assert_outcomes(passed=1, skipped=1)
+    result.assert_outcomes(passed=2, skipped=1)
     result.stdout.fnmatch_lines(["suites/brief_writer.cases.yaml::acme-series-b SKIPPED*"])
     result.stdout.fnmatch_lines(["brief-quality: 1 not scored (indeterminate) - set ANTHROPIC_API_KEY to judge them"])
     result.stdout.fnmatch_lines(["SKIPPED *brief_writer.cases.yaml*not scored (indeterminate): no ANTHROPIC_API_KEY*"])
@@ -110,7 +110,7 @@ def test_the_judged_demo_agent_is_scored_with_a_model(demo: Project, fake_anthro
     fake_anthropic.responder = judge_responder({"grounded": 1.0, "buyer_named": 1.0, "actionable": 1.0})
     result = demo.run("suites/", "-v")
     assert result.ret == 0, result.stdout.str()
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["suites/brief_writer.cases.yaml::acme-series-b PASSED*"])
     (row,) = [r for r in demo.runs() if r["agent_name"] == "brief_writer"]
     assert (row["status"], row["outcome"], row["overall_score"]) == ("passed", "passed", 1.0)
@@ -143,5 +143,17 @@ def test_the_command_producer_works_where_only_python3_is_installed(demo: Projec
     monkeypatch.setenv("PATH", str(bin_dir))
     assert shutil.which("python", path=os.environ["PATH"]) is None
     result = demo.run("suites/", "-k", "acme", "-rs", subprocess=True)
-    result.assert_outcomes(skipped=1, deselected=1)  # not scored offline, and not an error
+    result.assert_outcomes(skipped=1, deselected=2)  # not scored offline, and not an error
     assert "exited 127" not in result.stdout.str()
+
+
+def test_the_demo_selector_passes_a_clear_ranking_and_escalates_a_close_one(demo: Project) -> None:
+    demo.run("suites/thesis_selector.cases.yaml").assert_outcomes(passed=1)
+    evaluation = json.loads((demo.cycle_dir() / "thesis_selector" / "attempt-1.eval.json").read_text())
+    assert evaluation["metadata"]["itemsEvaluated"] == 3
+    cases = demo.root / "suites" / "thesis_selector.cases.yaml"
+    cases.write_text(cases.read_text().replace("signals: [hiring, expansion]}", "signals: [funding, hiring, press]}"))
+    result = demo.run("suites/thesis_selector.cases.yaml")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*ESCALATED after 1 attempt: top candidate * beats #2 * by 0.1, less than "
+                                 "margin_required 0.15: a human should choose"])

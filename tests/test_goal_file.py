@@ -38,7 +38,7 @@ def test_the_demo_goal_parses() -> None:
 
 
 @pytest.mark.parametrize(("old", "new", "message"), [
-    ("## Metric\n", "## Metrik\n", "goal.md:6: metrik: unknown section (fix: use one of:"),
+    ("## Metric\n", "## Metrik\n", "goal.md:6: metrik: unknown section (did you mean 'metric'?) (fix: use one of:"),
     ("- direction: maximize", "- direction: up", "goal.md:8: metric.direction: expected 'maximize' or 'minimize'"),
     ("- direction: maximize\n", "", "goal.md: metric.direction: missing"),
     ("- timeout: 20", "- timeout: soon", "goal.md:12: benchmark.timeout: expected a number, got 'soon'"),
@@ -63,7 +63,7 @@ def test_the_demo_goal_parses() -> None:
     ("- env: SYNTH_NOISE_COUNTER, SYNTH_BENCH_SLEEP", "- env: MY-TOKEN",
      "sandbox.env: 'MY-TOKEN' is not an environment variable name (fix: list names separated by commas"),
     ("- env: SYNTH_NOISE_COUNTER, SYNTH_BENCH_SLEEP", "- network: on", "sandbox.network: unknown field "
-     "(fix: known fields: env, executor_network, memory_mb, read, write)"),
+     "(did you mean 'executor_network'?) (fix: known fields: env, executor_network, memory_mb, read, write)"),
     ("- env: SYNTH_NOISE_COUNTER, SYNTH_BENCH_SLEEP", "- executor_network: maybe",
      "sandbox.executor_network: expected on or off, got 'maybe'"),
     ("- env: SYNTH_NOISE_COUNTER, SYNTH_BENCH_SLEEP", "- memory_mb: 0", "sandbox.memory_mb: expected a positive"),
@@ -137,7 +137,7 @@ def test_a_broken_goal_is_a_one_line_collection_error(pytester: pytest.Pytester)
     result = pytester.runpytest(*PLUGIN, "goals")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*goals/synth/goal.md:8: metric.direction: expected 'maximize' or 'minimize', "
-                                 "got 'sideways'"])
+                                 "got 'sideways' (fix: write '- direction: minimize')"])
     assert "Traceback" not in result.stdout.str()
 
 

@@ -57,17 +57,17 @@ def test_cli_formats(work: tuple[Path, str, str], capsys: pytest.CaptureFixture[
 
     assert main(["history", "--work-dir", str(work_dir), "--format", "csv"]) == 0
     csv = capsys.readouterr().out.splitlines()
-    assert csv[0] == "agent,rubric,cycle,items,score,pass_rate,attempts,tokens,cost_usd"
+    assert csv[0] == "agent,rubric,cycle,items,score,pass_rate,judged,attempts,tokens,cost_usd"
     assert len(csv) == 5
 
     assert main(["history", "--work-dir", str(work_dir), "--rubric", "summary-quality"]) == 0
     table = capsys.readouterr().out
-    assert "50%" in table and "$0.0400" in table and "planner" not in table
+    assert "50% of 2" in table and "$0.0400" in table and "planner" not in table
 
 
 def test_empty_work_folder_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["history", "--work-dir", str(tmp_path / "WORK")]) == 0
-    assert capsys.readouterr().out == "no records yet\n"
+    assert capsys.readouterr().err == f"harness history: no records in {tmp_path / 'WORK'}\n"
     assert main(["history", "--work-dir", str(tmp_path / "WORK"), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == []
 
@@ -85,3 +85,25 @@ def test_module_runs_alone(work: tuple[Path, str, str]) -> None:
                            "--format", "csv"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert len(io.StringIO(done.stdout).readlines()) == 5
+
+
+def test_from_a_subfolder_the_nearest_work_folder_is_read(work: tuple[Path, str, str], tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    work_dir, first, second = work
+    subfolder = work_dir.parent / "suites" / "deep"
+    subfolder.mkdir(parents=True)
+    monkeypatch.chdir(subfolder)
+    assert main(["history", "--format", "json"]) == 0
+    assert [r["cycle"] for r in json.loads(capsys.readouterr().out)][-1] == second
+
+
+def test_with_no_records_anywhere_it_says_where_it_looked(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "a" / "b")
+    assert main(["history"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith(f"harness history: no records: no WORK/harness.db in this folder or above (looked in "
+                          f"{tmp_path / 'a' / 'b' / 'WORK'}, {tmp_path / 'a' / 'WORK'}, {tmp_path / 'WORK'}")
+    assert "give --work-dir" in err

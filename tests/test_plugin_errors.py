@@ -120,7 +120,7 @@ BAD_INPUTS = {
         ("metadata.version: missing", "(fix: add `version:`)")),
     "unknown-rubric-key": Bad(
         rubric("threshold: 0.8", "threshold: 0.8\nthresold: 0.9"), ("rubrics/",), "rubrics/quality.yaml",
-        ("thresold: unknown key", "(fix: remove it or use one of: metadata, threshold, dimensions, examples)")),
+        ("thresold: unknown key", "(fix: remove it or use one of: metadata, threshold, dimensions, examples, items)")),
     "unknown-dimension-key": Bad(
         rubric("    weight: 0.4", "    wieght: 0.4"), ("rubrics/",), "rubrics/quality.yaml",
         ("dimensions.concise.wieght: unknown key",)),

@@ -134,7 +134,8 @@ def test_an_always_invalid_answer_fails_as_validation_failed(project: Project, f
     bad = answer()
     bad["overallScore"] = "high"
     bad["dimensionScores"].pop("tone")
-    fake_anthropic.queue(Reply.tool(bad), Reply.tool(bad), Reply.tool(answer()))
+    spent = {"input_tokens": 1000, "output_tokens": 200}
+    fake_anthropic.queue(Reply.tool(bad, usage=spent), Reply.tool(bad, usage=spent), Reply.tool(answer()))
     result = project.run("suites/")
     result.assert_outcomes(failed=1)
     assert result.ret == 1
@@ -145,6 +146,10 @@ def test_an_always_invalid_answer_fails_as_validation_failed(project: Project, f
     assert row["outcome"] == "validation_failed" and row["exit_code"] == 84
     assert row["status"] == "escalated" and row["overall_score"] is None
     assert "validation_failed" in project.run_log()[0]["feedback"]
+    # both calls were billed: the record, the summary and the cost cap see them
+    assert (row["input_tokens"], row["output_tokens"], row["model"]) == (2000, 400, "claude-haiku-4-5")
+    assert row["cost_usd"] == pytest.approx((2000 * 1 + 400 * 5) / 1e6)
+    result.stdout.fnmatch_lines(["judged * 1 * 0 * 0% * - * 1.0 * 2000/400 * $0.0040"])
 
 
 def test_rate_limited_then_valid_passes(project: Project, fake_anthropic: FakeAnthropic) -> None:
@@ -240,3 +245,57 @@ def test_calibration_of_a_judged_rubric_without_a_key_is_skipped(project: Projec
     result.assert_outcomes(passed=1, skipped=2)
     assert result.ret == 0
     result.stdout.fnmatch_lines(["SKIPPED *not scored (indeterminate)*calibration not decided*"])
+
+
+def test_answers_replayed_from_the_cache_say_so(project: Project, fake_anthropic: FakeAnthropic,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    project.judged()
+    fake_anthropic.queue(Reply.tool(answer(), usage={"input_tokens": 1000, "output_tokens": 200}))
+    project.run("suites/").assert_outcomes(passed=1)
+    monkeypatch.delenv("ANTHROPIC_API_KEY")  # the second run has no key: only the cache can answer
+    result = project.run("suites/", "--junitxml=report.xml")
+    result.assert_outcomes(passed=1)
+    assert fake_anthropic.calls == 1
+    result.stdout.fnmatch_lines(["judged * 1 * 1 * 100% * 1.000 * 1.0 * 0/0 * $0.0000",
+                                 "judged: 1 model answer from the response cache (replayed, not called: no tokens, $0)"])
+    live, replayed = project.runs()
+    assert (live["input_tokens"], live["cached_answers"], live["cost_usd"] > 0) == (1000, 0, True)
+    assert (replayed["input_tokens"], replayed["cached_answers"], replayed["cost_usd"]) == (0, 1, 0.0)
+    assert 'name="harness_cached_answers" value="1"' in (project.root / "report.xml").read_text()
+
+
+DECIDED_BY_CHECKS = """\
+metadata: {name: Mostly checked, version: "1.0.0"}
+threshold: 0.8
+dimensions:
+  tone:
+    weight: 0.5
+    description: "warm"
+  greeting:
+    weight: 0.5
+    description: "Says hello"
+    check:
+      contains: {all: [hello]}
+"""
+
+
+def test_no_judge_call_when_the_checks_decide_and_no_revision_follows(
+        project: Project, fake_anthropic: FakeAnthropic) -> None:
+    project.judged("agent: judged_writer\ncases:\n  - id: cold\n    inputs: {text: 'good day'}\n")
+    project.rubric("judged", DECIDED_BY_CHECKS)
+    project.write("stubborn.py", "def revise(request):\n    return request['artifact']\n")
+    agents_file = project.root / "suites" / "agents.yaml"
+    agents_file.write_text(agents_file.read_text() + "    reviser: {python: \"stubborn:revise\"}\n"
+                                                      "    max_attempts: 2\n")
+    fake_anthropic.responder = judge_responder({"tone": 1.0})
+    result = project.run("suites/")
+    result.assert_outcomes(failed=1)
+    # attempt 1: the judge's feedback goes to the reviser; attempt 2 is the last: the checks (0.5 at most,
+    # below 0.8) decide, so the judge is not asked
+    assert fake_anthropic.calls == 1
+    second = evaluation(project, 2)
+    assert second["dimensionScores"]["tone"]["score"] is None
+    assert second["dimensionScores"]["tone"]["reason"] == ("not judged: the checks already decide the verdict "
+                                                             "(fail) and no revision follows")
+    assert second["metadata"]["notJudged"] == ["tone"] and second["metadata"]["indeterminate"] == []
+    assert [(r["status"], r["outcome"]) for r in project.runs()] == [("failed", "failed"), ("escalated", "escalated")]

@@ -167,15 +167,15 @@ def test_a_flag_that_is_not_an_escalate_condition_is_ignored(project: Project) -
     ("hello there", "passed", "passed"),  # 1.00 clears 0.50 by 0.50
     ("hello " + "word " * 12, "failed", "escalated"),  # 0.60 clears 0.50 by only 0.10
 ])
-def test_margin_required(project: Project, text: str, outcome: str, status: str) -> None:
+def test_borderline_margin(project: Project, text: str, outcome: str, status: str) -> None:
     project.standard(one_case(text.strip()))
-    project.agents(agents(threshold=0.5, margin_required=0.15))
+    project.agents(agents(threshold=0.5, borderline_margin=0.15))
     result = project.run("suites/")
     result.assert_outcomes(**{outcome: 1})
     assert [r["status"] for r in project.rows()] == [status]
     if status == "escalated":
         result.stdout.fnmatch_lines([
-            "*ESCALATED after 1 attempt: score 0.60 clears threshold 0.50 by less than margin_required 0.15*"])
+            "*ESCALATED after 1 attempt: score 0.60 clears threshold 0.50 by less than borderline_margin 0.15*"])
 
 
 @pytest.mark.parametrize("max_attempts", [1, 2, 4])
@@ -240,15 +240,26 @@ def test_a_failing_command_ends_as_an_error_with_one_line(project: Project) -> N
     assert not (project.cycle_dir() / "writer" / "attempt-1.md").exists()
 
 
-def test_a_python_producer_that_raises_is_one_line_not_a_traceback(project: Project) -> None:
+def test_a_python_producer_that_raises_shows_the_users_frames_not_ours(project: Project) -> None:
     project.standard(one_case("hello"))
-    project.agents(agents(producer='{python: "agentlib:broken"}'))
+    project.write("crashy.py", "def helper(inputs):\n    return inputs['missing']\n\n\n"
+                               "def produce(request):\n    return helper(request['inputs'])\n")
+    project.agents(agents(producer='{python: "crashy:produce"}'))
     result = project.run("suites/")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
-        "writer[greet] ERROR on attempt 1: producer agentlib:broken raised ValueError: the producer fell over"])
-    assert "Traceback" not in result.stdout.str()
-    assert [r["outcome"] for r in project.runs()] == ["error"]
+        "writer[greet] ERROR on attempt 1: producer crashy:produce raised KeyError: 'missing'",
+        "  crashy.py:6 in produce",
+        "      return helper(request['inputs'])",
+        "  crashy.py:2 in helper",
+        "      return inputs['missing']",
+        "  artifacts:",
+        "    attempt 1 (error, -): none (the attempt made no artifact)"])
+    out = result.stdout.str()
+    assert "Traceback" not in out and "harness/runners.py" not in out and "escalated" not in out
+    (row,) = project.runs()
+    assert (row["outcome"], row["artifact_path"]) == ("error", "")
+    assert not (project.cycle_dir() / "writer" / "attempt-1.md").exists()
 
 
 CUSTOM_KIND_CONFTEST = """\

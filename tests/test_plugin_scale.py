@@ -101,8 +101,9 @@ def case_of(request: Mapping[str, Any]) -> str:
 
 
 def summary_row(result: pytest.RunResult, rubric: str = "judged") -> list[str]:
-    """The cells of a rubric's row in the harness summary."""
-    rows = [line.split() for line in result.outlines if line.split()[:1] == [rubric] and "$" in line]
+    """The cells of a rubric's row in the harness summary (two spaces or more between cells)."""
+    rows = [re.split(r"\s{2,}", line.strip()) for line in result.outlines
+            if line.split()[:1] == [rubric] and "$" in line]
     assert len(rows) == 1, result.stdout.str()
     return rows[0]
 
@@ -331,10 +332,12 @@ def test_a_second_identical_session_is_answered_from_the_cache(project: Project,
     again = {r["case_id"]: (r["outcome"], r["overall_score"], json.loads(r["dimension_scores"]))
              for r in project.runs() if r["cycle_id"] == cycles[1]}
     assert again == before
-    # The replayed answers keep their tokens (the records match the original run) but cost nothing.
+    # The replayed answers take no tokens and cost nothing, and the summary says where they came from.
     one, two = summary_row(first), summary_row(second)
-    assert one[:7] == two[:7] and one[7] != "$0.0000" and two[7] == "$0.0000"
-    assert {r["cost_usd"] for r in project.runs() if r["cycle_id"] == cycles[1]} == {0.0}
+    assert one[:6] == two[:6] and one[6] != "0/0" and one[7] != "$0.0000" and two[6:] == ["0/0", "$0.0000"]
+    second.stdout.fnmatch_lines(["judged: 3 model answers from the response cache (replayed, not called: *"])
+    replayed = [r for r in project.runs() if r["cycle_id"] == cycles[1]]
+    assert {(r["cost_usd"], r["input_tokens"], r["cached_answers"]) for r in replayed} == {(0.0, 0, 1)}
 
 
 def test_a_session_answered_whole_by_the_cache_never_imports_the_sdk(project: Project,

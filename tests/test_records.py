@@ -130,7 +130,7 @@ def test_artifact_layout_eval_json_and_run_log(project: Project) -> None:
     assert sorted(p.name for p in run_dir.iterdir() if not p.name.startswith(".")) == ["run-log.json", "writer"]
     folder = run_dir / "writer"
     assert sorted(p.name for p in folder.iterdir()) == [
-        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "final.md"]
+        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "final.md", "loop-result.json"]
     assert (folder / "final.md").read_bytes() == (folder / "attempt-2.md").read_bytes()
 
     # attempt-{n}.eval.json is the seed's EvaluatorOutput.
@@ -144,7 +144,7 @@ def test_artifact_layout_eval_json_and_run_log(project: Project) -> None:
         "score": 0.0, "weight": 0.6, "reason": "0/1 required phrases present; missing: 'hello'"}
     assert first["suggestedFixes"] == ["Add 'hello'"] and first["feedback"]
     assert {"rubricVersion", "evaluatedAt", "itemsEvaluated"} <= set(first["metadata"])
-    assert first["metadata"]["rubricVersion"] == "1.2.0" and first["metadata"]["itemsEvaluated"] == 2
+    assert first["metadata"]["rubricVersion"] == "1.2.0" and first["metadata"]["itemsEvaluated"] == 1  # the artifact is one item: the rubric names no list
     assert re.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}", first["metadata"]["evaluatedAt"])
     second = json.loads((folder / "attempt-2.eval.json").read_text())
     assert second["overallScore"] == 1.0 and second["passed"] is True
@@ -172,7 +172,7 @@ def test_artifact_layout_eval_json_and_run_log(project: Project) -> None:
         assert json.loads(row["suggested_fixes"]) == entry["suggested_fixes"]
         assert row["artifact_path"] == entry["artifact_path"] and row["feedback"] == entry["feedback"]
         assert row["rubric_version"] == "1.2.0" and row["duration_ms"] == entry["duration_ms"]
-        assert row["created_at"]
+        assert row["created_at"] == entry["created_at"]
 
 
 def test_no_final_md_when_no_attempt_passed(project: Project) -> None:
@@ -182,7 +182,7 @@ def test_no_final_md_when_no_attempt_passed(project: Project) -> None:
     project.run("suites/").assert_outcomes(failed=1)
     folder = project.cycle_dir() / "writer"
     assert sorted(p.name for p in folder.iterdir()) == [
-        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md"]
+        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "loop-result.json"]
 
 
 def test_an_agent_with_two_cases_gets_a_folder_per_case(project: Project) -> None:
@@ -198,9 +198,10 @@ cases:
     cycle = project.cycles()[0]
     folder = project.cycle_dir() / "writer"
     assert sorted(p.name for p in folder.iterdir()) == ["first", "second"]
-    assert sorted(p.name for p in (folder / "first").iterdir()) == ["attempt-1.eval.json", "attempt-1.md", "final.md"]
+    assert sorted(p.name for p in (folder / "first").iterdir()) == [
+        "attempt-1.eval.json", "attempt-1.md", "final.md", "loop-result.json"]
     assert sorted(p.name for p in (folder / "second").iterdir()) == [
-        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "final.md"]
+        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "final.md", "loop-result.json"]
     log = project.run_log()
     assert sorted(e["artifact_path"] for e in log) == [
         f"WORK/runs/{cycle}/writer/first/attempt-1.md",
@@ -269,11 +270,13 @@ cases:
     assert [(r["attempt"], r["status"], r["overall_score"]) for r in rows] == [(1, "failed", 0.4), (2, "running", None)]
     assert json.loads(rows[0]["dimension_scores"]) == {"greeting": 0.0, "concise": 1.0}
 
-    # The next session starts a new cycle and leaves the old records alone.
+    # The next session starts a new cycle; the attempt the crash cut short is recorded as interrupted.
     project.agents()
     project.run("suites/").assert_outcomes(passed=1)
     assert len(project.cycles()) == 2
-    assert [r["status"] for r in project.rows()] == ["failed", "running", "failed", "passed"]
+    assert [(r["status"], r["outcome"]) for r in project.runs()] == [
+        ("failed", "failed"), ("escalated", "interrupted"), ("failed", "failed"), ("passed", "passed")]
+    assert [e["attempt"] for e in project.run_log(project.cycles()[0])] == [1, 2]
 
 
 def test_two_xdist_workers_write_one_cycle(project: Project) -> None:
@@ -309,6 +312,8 @@ cases:
     log = project.run_log(cycle)
     assert len(log) == len(runs) and {e["cycle_id"] for e in log} == {cycle}
     assert sorted(e["artifact_path"] for e in log) == sorted(r["artifact_path"] for r in runs)
+    by_path = {e["artifact_path"]: e for e in log}
+    assert all(by_path[r["artifact_path"]]["created_at"] == r["created_at"] for r in runs)  # one record, one time
     for case in ("c1", "c2", "c3", "c4", "c5", "c6"):
         assert (project.work / "runs" / cycle / "writer" / case / "final.md").is_file()
 
@@ -371,3 +376,108 @@ cases:
                                                                       ("c-crashes", 1)]
     log = project.run_log()
     assert sorted(e["artifact_path"] for e in log) == sorted(r["artifact_path"] for r in finished)
+
+
+# ---------------------------------------------------------------------------------------------- one record
+
+SLOW_MODULE = '''\
+import time
+
+
+def produce(request):
+    """Returns once the wall clock's second has changed: the attempt ends in a later second than it began."""
+    start = int(time.time())
+    while int(time.time()) == start:
+        time.sleep(0.01)
+    return request["inputs"]["text"]
+'''
+
+
+def _utc(stamp: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def test_an_attempts_row_and_run_log_entry_carry_one_created_at_its_start(project: Project) -> None:
+    """Seed 000: created_at is when the run record was created, i.e. when the attempt started."""
+    project.standard(FAIL_THEN_PASS)
+    project.write("slowlib.py", SLOW_MODULE)
+    project.agents('agents:\n  writer:\n    rubric: quality\n    producer: {python: "slowlib:produce"}\n'
+                   '    reviser: {python: "agentlib:revise"}\n')
+    project.run("suites/").assert_outcomes(passed=1)
+    rows, log = project.rows(), project.run_log()
+    assert [r["attempt"] for r in rows] == [e["attempt"] for e in log] == [1, 2]
+    for row, entry in zip(rows, log, strict=True):
+        assert row["created_at"] == entry["created_at"], (row, entry)
+    # attempt 1 ran into a later second before it was scored: the record has the second it started in
+    evaluated = json.loads((project.cycle_dir() / "writer" / "attempt-1.eval.json").read_text())
+    assert _utc(log[0]["created_at"]) < _utc(evaluated["metadata"]["evaluatedAt"])
+    assert _utc(log[0]["created_at"]) <= _utc(log[1]["created_at"])
+
+
+# ---------------------------------------------------------------------------------------------- LoopResult
+
+# Seed 000 section 6's LoopResult, as a JSON Schema (finalScore is null when nobody could score the item).
+LOOP_RESULT_SCHEMA = {
+    "type": "object",
+    "required": ["success", "finalAttempt", "finalScore", "artifactPath", "allRuns", "escalated"],
+    "additionalProperties": False,
+    "properties": {
+        "success": {"type": "boolean"},
+        "finalAttempt": {"type": "integer", "minimum": 1},
+        "finalScore": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
+        "artifactPath": {"type": "string", "minLength": 1},
+        "allRuns": {"type": "array", "minItems": 1, "items": {"type": "object", "required": sorted(RUN_RECORD_FIELDS),
+                                                               "properties": {f: {} for f in RUN_RECORD_FIELDS},
+                                                               "additionalProperties": False}},
+        "escalated": {"type": "boolean"},
+        "escalationReason": {"type": "string", "minLength": 1},
+    },
+}
+
+
+def loop_result(path: Path) -> dict:
+    import jsonschema
+
+    data = json.loads(path.read_text(encoding="utf-8"))
+    jsonschema.validate(data, LOOP_RESULT_SCHEMA)
+    return data
+
+
+def test_each_item_writes_its_loop_result(project: Project) -> None:
+    project.standard("""\
+agent: writer
+cases:
+  - id: revised
+    inputs: {text: "goodbye friend"}
+  - id: stuck
+    inputs: {text: "goodbye friend"}
+""")
+    project.write("stucklib.py", "def revise(request):\n    if request['case'] == 'stuck':\n"
+                  "        return request['artifact']\n    from agentlib import revise\n    return revise(request)\n")
+    project.agents('agents:\n  writer:\n    rubric: quality\n    producer: {python: "agentlib:produce"}\n'
+                   '    reviser: {python: "stucklib:revise"}\n    max_attempts: 2\n')
+    project.run("suites/").assert_outcomes(passed=1, failed=1)
+    cycle = project.cycles()[0]
+    folder = project.cycle_dir() / "writer"
+    log = project.run_log()
+
+    passed = loop_result(folder / "revised" / "loop-result.json")
+    assert passed == {
+        "success": True, "finalAttempt": 2, "finalScore": 1.0,
+        "artifactPath": f"WORK/runs/{cycle}/writer/revised/attempt-2.md",
+        "allRuns": [e for e in log if "/revised/" in e["artifact_path"]], "escalated": False}
+    assert [r["attempt"] for r in passed["allRuns"]] == [1, 2]
+
+    stuck = loop_result(folder / "stuck" / "loop-result.json")
+    assert (stuck["success"], stuck["finalAttempt"], stuck["finalScore"], stuck["escalated"]) == (False, 2, 0.4, True)
+    assert stuck["escalationReason"] == "below threshold 0.80 after 2 attempts"
+    assert stuck["allRuns"] == [e for e in log if "/stuck/" in e["artifact_path"]]
+    assert [r["status"] for r in stuck["allRuns"]] == ["failed", "escalated"]
+
+
+def test_an_agent_with_one_case_keeps_its_loop_result_beside_its_attempts(project: Project) -> None:
+    project.standard(FAIL_THEN_PASS)
+    project.run("suites/").assert_outcomes(passed=1)
+    result = loop_result(project.cycle_dir() / "writer" / "loop-result.json")
+    assert (result["success"], result["finalAttempt"], result["allRuns"]) == (True, 2, project.run_log())
+    assert "escalationReason" not in result

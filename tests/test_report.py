@@ -90,10 +90,13 @@ def test_html_shows_attempts_dimensions_fixes_and_diffs(work: tuple[Path, str, s
     assert page.index("suites/writer.yaml::case-b") < page.index("suites/writer.yaml::case-a")
 
 
-def test_cli_report(work: tuple[Path, str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_report(work: tuple[Path, str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                    monkeypatch: pytest.MonkeyPatch) -> None:
     work_dir, first, second = work
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)  # on a terminal: a file, and its path printed
     assert main(["report", "--work-dir", str(work_dir), "--tracking-dir", str(tmp_path / "tracking"),
                  "--no-plots"]) == 0
+    monkeypatch.undo()
     out = Path(capsys.readouterr().out.strip())
     assert out == tmp_path / "tracking" / f"report-{second}.html"  # latest by default
     assert "writer::case-b" in out.read_text()
@@ -104,6 +107,25 @@ def test_cli_report(work: tuple[Path, str, str], tmp_path: Path, capsys: pytest.
 
     assert main(["report", "2020-01-01-001", "--work-dir", str(work_dir)]) == 66
     assert "has no records" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("how", ["redirected", "-o -"])
+def test_cli_report_writes_to_stdout_as_the_readme_says(work: tuple[Path, str, str], tmp_path: Path,
+                                                         how: str) -> None:
+    """`harness report CYCLE > report.html` as a shell runs it: the report itself lands in the file."""
+    import subprocess
+    import sys
+
+    work_dir, _, second = work
+    page = tmp_path / "report.html"
+    args = [sys.executable, "-c", "import sys; from harness.cli import main; sys.exit(main())", "report", second, "--work-dir", str(work_dir), "--no-plots",
+            *(["-o", "-"] if how == "-o -" else [])]
+    with page.open("w") as stdout:
+        done = subprocess.run(args, stdout=stdout, stderr=subprocess.PIPE, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>") and "writer::case-b" in text
+    assert not (tmp_path / "-").exists() and not (tmp_path / "tracking").exists()
 
 
 # --- headless Chromium -----------------------------------------------------------------------

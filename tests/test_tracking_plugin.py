@@ -172,14 +172,16 @@ def test_bad_ini_value_is_a_usage_error(project: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["*ini harness_compare_fail = 'overall=0.1': *not KEY:MARGIN*"])
 
 
-def test_junit_xml_carries_readable_properties(project: pytest.Pytester) -> None:
+def test_junit_xml_carries_each_property_once(project: pytest.Pytester) -> None:
     baseline(project)
     project.path.joinpath("writer.scores.json").write_text(scores(0.75, BASE_A))
     project.runpytest(*PLUGIN, "--junitxml=junit.xml", "--harness-compare", "latest")
     cases = {c.get("name"): c for c in ET.parse(project.path / "junit.xml").getroot().iter("testcase")}
+    names = [p.get("name") for p in cases["case-a"].iter("property")]
+    assert len(names) == len(set(names)) and all(name.startswith("harness_") for name in names)
     props = {p.get("name"): p.get("value") for p in cases["case-a"].iter("property")}
-    assert props["score"] == "0.75" and props["threshold"] == "0.8" and props["attempts"] == "1"
-    assert props["cost_usd"] == "0.0123"
+    assert props["harness_threshold"] == "0.8" and props["harness_attempts"] == "1"
+    assert props["harness_cost_usd"] == "0.0123"
     assert props["harness_score"] == "0.75" and props["harness_baseline_score"] == "0.88"
     assert json.loads(props["harness_regression"])["before"] == 0.88
     assert cases["case-a"].find("failure") is not None
@@ -280,5 +282,5 @@ def test_compare_gate_under_xdist(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines([f"*= harness compare against {cycle} *", "FAILED writer.scores.json::case-a",
                                  "    overall 0.880 -> 0.820 (-0.060)"])
     props = {p.get("name"): p.get("value") for p in ET.parse(project.path / "junit.xml").getroot().iter("property")}
-    assert "score" in props and "harness_baseline_score" in props
+    assert "harness_score" in props and "harness_baseline_score" in props
     assert "| ❌ regressed | `writer::case-a` | 0.82 |" in (project.path / "summary.md").read_text()

@@ -147,6 +147,16 @@ def test_cli_rubric_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert main(["rubric", "diff", str(old), str(new)]) == 0
 
 
+def test_cli_rubric_diff_needs_no_example_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An old copy kept elsewhere (a download, a release folder) whose example globs match nothing there."""
+    examples = 'examples:\n  gold: ["examples/gold/*.md"]\n  anti_patterns: ["examples/anti/*.md"]\n'
+    old = write(tmp_path / "old" / "summary-quality.yaml", rubric_text() + examples)
+    new = write(tmp_path / "new" / "summary-quality.yaml", rubric_text(version="1.0.1", clarity_text="Plain")
+                + examples)
+    assert main(["rubric", "diff", str(old), str(new)]) == 0
+    assert "1.0.0 -> 1.0.1; the change needs PATCH" in capsys.readouterr().out
+
+
 def test_cli_rubric_diff_reports_a_broken_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     old = write(tmp_path / "a.yaml", rubric_text())
     new = write(tmp_path / "b.yaml", rubric_text(accuracy=0.9))  # weights sum to 1.3

@@ -29,11 +29,13 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict
 
 from harness.errors import HarnessConfigError
+from harness.loading import did_you_mean
+from harness.yamlfile import read_text
 from harness.tournament.schemas import default_families, errors_for
 
 
@@ -202,6 +204,11 @@ _KEYS: dict[str, dict[str, str]] = {
 }
 _CHOICES = {"direction": ("maximize", "minimize"), "parse": ("json", "regex"), "result": ("channel", "stdout"),
             "score_from": ("output", "cpu_time", "wall_time")}
+# a value of each kind, for the fix of a bad one
+_EXAMPLES = {"str": "text", "direction": "minimize", "parse": "json", "result": "channel", "score_from": "output",
+             "pos_float": "60", "nonneg_float": "0.5", "float": "0.9", "alpha": "0.05", "pos_int": "3",
+             "nonneg_int": "0", "runs": "5", "bool": "on", "significance": "mann_whitney",
+             "names": "MY_TOKEN, OTHER_NAME", "paths": "data/, /opt/tool"}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _FIELD_NAMES = {"timeout": "timeout_s", "executor_timeout": "executor_timeout_s"}
 _SECTION_FIELD = {"stop": "stop_conditions"}
@@ -223,7 +230,7 @@ class _Parser:
         self.path = path
         self.lines = text.splitlines()
 
-    def fail(self, line: int | None, field: str | None, problem: str, fix: str | None = None) -> None:
+    def fail(self, line: int | None, field: str | None, problem: str, fix: str) -> NoReturn:
         where = f"{self.path}:{line}" if line else str(self.path)
         raise HarnessConfigError(where, field, problem, fix)
 
@@ -242,10 +249,11 @@ class _Parser:
                 name = line[3:].strip().lower().rstrip(":")
                 if name not in _SECTION_ALIASES:
                     known = ", ".join(sorted({k.title() for k in _SECTION_ALIASES}))
-                    self.fail(number, name, "unknown section", f"use one of: {known}")
+                    hint = did_you_mean(name, _SECTION_ALIASES)
+                    self.fail(number, name, f"unknown section{hint}", f"use one of: {known}")
                 current = _SECTION_ALIASES[name]
                 if current in out:
-                    self.fail(number, name, "section given twice")
+                    self.fail(number, name, "section given twice", f"merge the two '## {line[3:].strip()}' sections")
                 out[current] = []
                 continue
             if current is not None:
@@ -266,17 +274,19 @@ class _Parser:
             key = match["key"].lower()
             allowed = _KEYS.get(section, {})
             if key not in allowed and not (section == "benchmark" and key.startswith("sub_score_regex.")):
-                self.fail(number, f"{_SECTION_FIELD.get(section, section)}.{key}", "unknown field",
-                          f"known fields: {', '.join(sorted(allowed))}")
+                self.fail(number, f"{_SECTION_FIELD.get(section, section)}.{key}",
+                          f"unknown field{did_you_mean(key, allowed)}", f"known fields: {', '.join(sorted(allowed))}")
             if key in fields:
-                self.fail(number, f"{_SECTION_FIELD.get(section, section)}.{key}", "given twice")
+                self.fail(number, f"{_SECTION_FIELD.get(section, section)}.{key}", "given twice",
+                          f"keep one '- {key}:' line (the first is on line {fields[key][0]})")
             fields[key] = (number, _strip(match["value"]))
         return fields
 
     def convert(self, section: str, key: str, kind: str, line: int, raw: str) -> Any:
         field = f"{_SECTION_FIELD.get(section, section)}.{key}"
-        def bad(expected: str) -> None:
-            self.fail(line, field, f"expected {expected}, got {raw!r}")
+        def bad(expected: str) -> NoReturn:
+            self.fail(line, field, f"expected {expected}, got {raw!r}",
+                      f"write '- {key}: {_EXAMPLES.get(kind, 'value')}'")
         if raw == "":
             bad("a value")
         if kind in ("str",):
@@ -307,9 +317,11 @@ class _Parser:
             try:
                 compiled = re.compile(raw)
             except re.error as exc:
-                self.fail(line, field, f"invalid regular expression ({exc})")
+                self.fail(line, field, f"invalid regular expression ({exc})",
+                          "fix the pattern (a Python regular expression, in backticks), e.g. `score=([0-9.]+)`")
             if compiled.groups < 1:
-                self.fail(line, field, "the regex needs one capturing group around the number")
+                self.fail(line, field, "the regex needs one capturing group around the number",
+                          "put the number in parentheses, e.g. `score=([0-9.]+)`")
             return raw
         if kind.endswith("int") or kind == "runs":
             try:
@@ -351,7 +363,8 @@ class _Parser:
             if all(set(v) <= set("-: ") for v in values):
                 continue  # the |---|---| separator
             if len(values) != len(columns):
-                self.fail(number, section, f"row has {len(values)} cells, expected {len(columns)}")
+                self.fail(number, section, f"row has {len(values)} cells, expected {len(columns)}",
+                          f"give every row the cells | {' | '.join(columns)} |")
             out.append((number, values))
         return out
 
@@ -359,12 +372,9 @@ class _Parser:
 def load_goal(path: Path | str) -> Goal:
     """Parse ``goals/<slug>/goal.md``; raise :class:`HarnessConfigError` naming file, line and field."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise HarnessConfigError(path, None, "no such file", "create goals/<slug>/goal.md") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HarnessConfigError(path, None, f"cannot read ({exc})") from None
+    if not path.exists():
+        raise HarnessConfigError(path, None, "no such file", "create goals/<slug>/goal.md")
+    text = read_text(path)
     p = _Parser(path, text)
     slug = path.resolve().parent.name
     if not SLUG.match(slug):
@@ -423,11 +433,12 @@ def load_goal(path: Path | str) -> Goal:
                                                ["Tag", "Description"]):
         tag = _strip(tag)
         if not FAMILY.match(tag):
-            p.fail(number, f"approach_families.{tag}", "a tag is lower case letters, digits and _")
+            p.fail(number, f"approach_families.{tag}", "a tag is lower case letters, digits and _",
+                   "rename it, e.g. 'micro_tuning'")
         if tag in families:
             p.fail(number, f"approach_families.{tag}", "already a family", "pick another tag")
         if not description:
-            p.fail(number, f"approach_families.{tag}", "needs a description")
+            p.fail(number, f"approach_families.{tag}", "needs a description", "fill in the Description cell")
         families[tag] = description
         custom.append(tag)
     data["families"] = tuple(families.items())
@@ -444,12 +455,20 @@ def load_goal(path: Path | str) -> Goal:
             if not match:
                 p.fail(number, f"phases.{name}.sub_score_targets", f"cannot read {part.strip()!r}",
                        "write targets like 'correct >= 1, runtime_ms <= 10'")
-            parsed.append(PhaseTarget(sub_score=match["name"], op=match["op"], value=float(match["value"])))
+            try:
+                value = float(match["value"])
+            except ValueError:
+                value = math.nan
+            if not math.isfinite(value):
+                p.fail(number, f"phases.{name}.sub_score_targets", f"{match['value']!r} is not a number",
+                       "write targets like 'correct >= 1, runtime_ms <= 10'")
+            parsed.append(PhaseTarget(sub_score=match["name"], op=match["op"], value=value))
         row = {"phase": name, "focus": focus, "status": status.lower(),
                "sub_score_targets": [t.model_dump() for t in parsed]}
         errors = errors_for("goal_phase", row)
         if errors:
-            p.fail(number, f"phases.{name or '?'}", errors[0])
+            p.fail(number, f"phases.{name or '?'}", errors[0],
+                   "a phase is named with letters, digits and _; Status is active, pending or completed")
         phases.append(Phase(phase=name, focus=focus, targets=tuple(parsed), status=status.lower()))
     if phases:
         active = [ph for ph in phases if ph.status == "active"]
@@ -457,7 +476,7 @@ def load_goal(path: Path | str) -> Goal:
             p.fail(None, "phases", f"{len(active)} phases are active, expected exactly one",
                    "mark one row's Status 'active'")
         if len({ph.phase for ph in phases}) != len(phases):
-            p.fail(None, "phases", "two phases share a name")
+            p.fail(None, "phases", "two phases share a name", "give every phase its own name")
     data["phases"] = tuple(phases)
 
     data["agents"] = AgentsSpec(**section_values("agents"))

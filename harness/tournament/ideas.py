@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessConfigError
+from harness.loading import did_you_mean
+from harness.yamlfile import read_text
 
 _FIELDS = {"approach_family", "hypothesis", "estimated_impact", "rationale", "builds_on", "avoids", "target_files"}
 _BULLET = re.compile(r"^\s*[-*]\s+(?P<key>[A-Za-z_]+)\s*:\s*(?P<value>.*?)\s*$")
@@ -98,10 +100,7 @@ def diff_files(diff: str) -> list[str]:
 
 def parse_idea(path: Path) -> Idea:
     """Parse one idea file; a mistake is a :class:`HarnessConfigError` naming file, line and field."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HarnessConfigError(path, None, f"cannot read ({exc})") from None
+    text = read_text(path)
     title = ""
     fields: dict[str, str] = {}
     steps: list[tuple[str, str]] = []
@@ -133,7 +132,8 @@ def parse_idea(path: Path) -> Idea:
         if line.startswith("## "):
             section = line[3:].strip().lower()
             if section not in ("steps", "diff", "notes"):
-                raise HarnessConfigError(f"{path}:{number}", section, "unknown section",
+                raise HarnessConfigError(f"{path}:{number}", section,
+                                         f"unknown section{did_you_mean(section, ('steps', 'diff', 'notes'))}",
                                          "use '## Steps', '## Diff' or '## Notes'")
             continue
         if section == "steps" and stripped:
@@ -148,11 +148,12 @@ def parse_idea(path: Path) -> Idea:
             if match:
                 key = match["key"].lower()
                 if key not in _FIELDS:
-                    raise HarnessConfigError(f"{path}:{number}", key, "unknown field",
+                    raise HarnessConfigError(f"{path}:{number}", key,
+                                             f"unknown field{did_you_mean(key, sorted(_FIELDS))}",
                                              f"known fields: {', '.join(sorted(_FIELDS))}")
                 fields[key] = match["value"]
     if fence is not None:
-        raise HarnessConfigError(path, "diff", "the ```diff block is not closed")
+        raise HarnessConfigError(path, "diff", "the ```diff block is not closed", "end the diff with a ``` line")
     for required in ("approach_family", "hypothesis"):
         if not fields.get(required):
             raise HarnessConfigError(path, required, "missing", f"add '- {required}: ...' under the title")
@@ -163,7 +164,8 @@ def parse_idea(path: Path) -> Idea:
     if diff_lines is not None:
         diff = "\n".join(diff_lines).strip("\n") + "\n"
         if not diff_files(diff):
-            raise HarnessConfigError(path, "diff", "not a unified diff (no '+++ b/path' line)")
+            raise HarnessConfigError(path, "diff", "not a unified diff (no '+++ b/path' line)",
+                                     "paste the output of `git diff` (with its --- a/path and +++ b/path lines)")
     return Idea(path=path, name=path.stem, title=title or path.stem, fields=fields, steps=tuple(steps), diff=diff)
 
 

@@ -2,7 +2,10 @@
 branches, a noise-aware tournament against the sealed benchmark, merge, records, stop check.
 
 ``iteration_state.json`` is written at every step, so a run stopped anywhere (Ctrl-C, a kill) resumes
-where it stopped: finished executors are kept, unfinished ones start again.
+where it stopped: finished executors are kept, unfinished ones start again. The state also says which
+run it belongs to (``run``: its first iteration, the iterations asked, finished or not), so the same
+command run again finishes the run that was stopped: ``--iterations N`` counts from that run's first
+iteration, not from the resumed one.
 """
 
 from __future__ import annotations
@@ -118,6 +121,7 @@ class Tournament:
         self.cancel = threading.Event()
         self.interrupt_after = interrupt_after
         self.branch = ""
+        self.run_info: dict[str, Any] = {}  # iteration_state.json's ``run``: this run's first iteration and N
         self.ideas: list[Idea] = []
         self.want_plots = True
         # benchmark commands run where goals/ lives (the repository root in the usual layout)
@@ -142,16 +146,20 @@ class Tournament:
                       f"{iterations} iteration(s); records in {self.layout.rel(self.layout.base)}/")
             self.echo(self._sandbox_line())
             try:
-                for _ in range(iterations):
+                first = self._run_start(self.store.load(), iterations)
+                self.run_info = {"first_iteration": first, "iterations": iterations, "finished": False}
+                for _ in range(iterations):  # each pass finishes one iteration of the run
                     state = self.store.load()
                     resuming = state is not None and state["status"] != "completed"
+                    number = state["iteration"] if resuming and state else len(histories(self.layout)) + 1
+                    if number >= first + iterations:
+                        break  # the N iterations of this run are done
                     if not resuming:
                         reason = self._stop_reason()
                         if reason:
                             summary.stop_reason = reason
                             self.echo(f"stopping: {reason}")
                             break
-                    number = state["iteration"] if resuming and state else len(histories(self.layout)) + 1
                     status = self._iteration(number, state if resuming else None, settings)
                     summary.iterations.append(number)
                     summary.statuses.append(status)
@@ -160,6 +168,7 @@ class Tournament:
                         summary.stop_reason = reason
                         self.echo(f"stopping: {reason}")
                         break
+                self._run_finished()
             except KeyboardInterrupt:
                 self.cancel.set()
                 kill_active()
@@ -180,6 +189,26 @@ class Tournament:
                 self.repo.remove_worktrees_under(self.layout.worktrees)
         summary.plots = self._plots()
         return summary
+
+    def _run_start(self, state: dict[str, Any] | None, iterations: int) -> int:
+        """The first iteration of this run: a run that was stopped (Ctrl-C, a kill, a failure) is resumed
+        and keeps its first iteration, so it ends after the N iterations asked, as if never stopped."""
+        run = (state or {}).get("run")
+        if isinstance(run, dict) and not run.get("finished") and isinstance(run.get("first_iteration"), int):
+            first = run["first_iteration"]
+            self.echo(f"resuming the run that started at iteration {first}: iterations {first} to "
+                      f"{first + iterations - 1}")
+            return first
+        if state is not None and state["status"] != "completed":  # a state written before runs were recorded
+            return int(state["iteration"])
+        return len(histories(self.layout)) + 1
+
+    def _run_finished(self) -> None:
+        """The run ended by itself (its iterations done, or a stop condition): the next one is a new run."""
+        data = self.store.data
+        if data is not None and isinstance(data.get("run"), dict) and not data["run"].get("finished"):
+            data["run"]["finished"] = True
+            self.store.save()
 
     def _sandbox_line(self) -> str:
         box = self.box.box
@@ -295,13 +324,14 @@ class Tournament:
             self.store.data = state
             self.echo(f"iteration {n}: resuming at {state['current_step']} (it was {state['status']})")
             state["status"] = "in_progress"
+            state["run"] = dict(self.run_info)
+            state.setdefault("base_commit", self.repo.head())  # killed before it was saved: nothing merged yet
+            state.setdefault("branch", self.branch)
             self.store.save()
         else:
             self.echo(f"iteration {n}")
-            state = self.store.new(n)
-            state["base_commit"] = self.repo.head()
-            state["branch"] = self.branch
-            self.store.save()
+            # one write: a kill right after it leaves a state that resumes
+            state = self.store.new(n, run=dict(self.run_info), base_commit=self.repo.head(), branch=self.branch)
         history = histories(self.layout)
         plans = self._research_and_plan(n, state, settings, history)
         approved = [p for p in plans if p["critic_approved"]]

@@ -179,7 +179,9 @@ class StateStore:
             self.data = None
         return self.data
 
-    def new(self, iteration: int) -> dict[str, Any]:
+    def new(self, iteration: int, run: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+        """A new iteration's state; ``run`` (which run it belongs to) and ``extra`` fields are saved with it in
+        the same write."""
         stamp = now_iso()
         self.data = {
             "iteration": iteration, "status": "in_progress", "current_step": "research",
@@ -192,6 +194,9 @@ class StateStore:
                           "cleanup_done": False},
             "user_ideas_consumed": [],
         }
+        if run is not None:
+            self.data["run"] = run
+        self.data.update(extra)
         self.save()
         return self.data
 

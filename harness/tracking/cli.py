@@ -11,11 +11,37 @@ import sys
 from pathlib import Path
 
 from harness.errors import ExitCode
+from harness.redaction import redact
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--work-dir", dest="work_dir", metavar="DIR", type=Path, default=Path("WORK"),
-                        help="the harness work folder holding harness.db (default: WORK)")
+    parser.add_argument("--work-dir", dest="work_dir", metavar="DIR", type=Path, default=None,
+                        help="the harness work folder holding harness.db (default: the nearest WORK/ with a "
+                             "harness.db in this folder or above, as git finds .git)")
+
+
+def find_work_dir(start: Path | None = None) -> tuple[Path, list[Path]]:
+    """The nearest ``WORK/`` holding a ``harness.db``, from ``start`` up; else ``start/WORK``. Also the
+    folders looked in, for a message that says where nothing was found."""
+    start = (start or Path.cwd()).resolve()
+    looked = []
+    for folder in (start, *start.parents):
+        candidate = folder / "WORK"
+        looked.append(candidate)
+        if (candidate / "harness.db").is_file():
+            return candidate, looked
+    return start / "WORK", looked
+
+
+def _work_dir(args: argparse.Namespace, command: str) -> tuple[Path, str]:
+    """The work folder to read, and what to say when it holds no records."""
+    if args.work_dir is not None:
+        return args.work_dir, f"{command}: no records in {args.work_dir.resolve()}"
+    found, looked = find_work_dir()
+    where = ", ".join(str(p) for p in looked[:3]) + (f" and {len(looked) - 3} more folders up" if len(looked) > 3
+                                                     else "")
+    return found, (f"{command}: no records: no WORK/harness.db in this folder or above (looked in {where}); "
+                   "run pytest in the project first, or give --work-dir")
 
 
 def _tracking(parser: argparse.ArgumentParser) -> None:
@@ -56,7 +82,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     report.add_argument("cycle", metavar="CYCLE", type=parse_baseline, nargs="?", default="latest",
                         help="a cycle id such as 2026-01-31-001, or latest (default)")
     report.add_argument("-o", "--output", metavar="FILE", type=Path, default=None,
-                        help="where to write (default: TRACKING/report-CYCLE.html, or .md with --markdown)")
+                        help="where to write; - for stdout (default: stdout when it is redirected or piped, else "
+                             "TRACKING/report-CYCLE.html, or .md with --markdown, whose path is printed)")
     report.add_argument("--markdown", action="store_true", help="write the Markdown summary instead of HTML")
     report.add_argument("--no-plots", dest="plots", action="store_false", help="leave the plots out")
     report.set_defaults(handler=report_command)
@@ -92,7 +119,12 @@ def _rubric_parser(subparsers: argparse._SubParsersAction) -> argparse._SubParse
 def history_command(args: argparse.Namespace) -> int:
     from harness.tracking.history import format_history, history_frame
 
+    args.work_dir, nothing = _work_dir(args, "harness history")
     frame = history_frame(args.work_dir, agent=args.agent, rubric=args.rubric, since=args.since)
+    if frame.empty and args.fmt == "table":
+        print(nothing if not (args.agent or args.rubric or args.since) else
+              f"harness history: no records match in {args.work_dir.resolve()}", file=sys.stderr)
+        return ExitCode.SUCCESS
     sys.stdout.write(format_history(frame, args.fmt))
     return ExitCode.SUCCESS
 
@@ -100,6 +132,7 @@ def history_command(args: argparse.Namespace) -> int:
 def plot_command(args: argparse.Namespace) -> int:
     from harness.tracking.plots import write_plots
 
+    args.work_dir, _ = _work_dir(args, "harness plot")
     written = write_plots(args.work_dir, args.tracking_dir, raw_data=args.raw_data)
     if not written:
         print(f"harness plot: nothing to plot (no records in {args.work_dir}, no {args.tracking_dir}/raw_data.json)",
@@ -120,7 +153,11 @@ def report_command(args: argparse.Namespace) -> int:
     from harness.tracking.report import render_html, write_html
     from harness.tracking.results import results_from_records
 
+    args.work_dir, nothing = _work_dir(args, "harness report")
     known = cycle_ids(args.work_dir)
+    if not known:
+        print(nothing, file=sys.stderr)
+        return ExitCode.NO_INPUT
     cycle = known[-1] if args.cycle == "latest" and known else args.cycle
     if cycle not in known:
         listing = ", ".join(known[-5:]) or "none"
@@ -129,12 +166,14 @@ def report_command(args: argparse.Namespace) -> int:
         return ExitCode.NO_INPUT
     results = results_from_records(args.work_dir, [cycle])
     if args.markdown:
-        out = args.output or args.tracking_dir / f"report-{cycle}.md"
-        write_markdown(out, render_markdown(results))
+        text = render_markdown(results)
     else:
-        out = args.output or args.tracking_dir / f"report-{cycle}.html"
-        write_html(out, render_html(args.work_dir, [cycle], results, tracking_dir=args.tracking_dir,
-                                    plots=args.plots))
+        text = render_html(args.work_dir, [cycle], results, tracking_dir=args.tracking_dir, plots=args.plots)
+    if args.output == Path("-") or (args.output is None and not sys.stdout.isatty()):
+        sys.stdout.write(redact(text))  # `harness report latest > report.html`, or a pipe
+        return ExitCode.SUCCESS
+    out = args.output or args.tracking_dir / f"report-{cycle}.{'md' if args.markdown else 'html'}"
+    (write_markdown if args.markdown else write_html)(out, text)
     print(out)
     return ExitCode.SUCCESS
 
@@ -151,15 +190,15 @@ def rubric_diff_command(args: argparse.Namespace) -> int:
 
     import_root = args.import_root or Path.cwd()
     if args.new is None:
-        new = load_rubric(args.old, import_root=import_root)
-        old = committed_rubric(args.old, import_root=import_root)
+        new = load_rubric(args.old, import_root=import_root, examples=False)
+        old = committed_rubric(args.old, import_root=import_root, examples=False)
         if old is None:
             print(f"{args.old}: no committed version in git to compare with (give OLD and NEW)", file=sys.stderr)
             return ExitCode.NO_INPUT
         label = f"{args.old} (HEAD -> working copy)"
     else:
-        old = load_rubric(args.old, import_root=import_root)
-        new = load_rubric(args.new, import_root=import_root)
+        old = load_rubric(args.old, import_root=import_root, examples=False)
+        new = load_rubric(args.new, import_root=import_root, examples=False)
         label = f"{args.old} -> {args.new}"
     bump, reasons = required_bump(old, new)
     needed = minimum_version(old.version, bump)

@@ -20,12 +20,13 @@ from typing import Any
 import pandas as pd
 
 from harness.records import DATABASE_NAME
+from harness.tracking.results import VERDICT_PASSED, default_verdict
 
 ATTEMPT_COLUMNS = [
     "run_id", "cycle_id", "agent_name", "attempt", "status", "overall_score", "feedback", "suggested_fixes",
     "artifact_path", "created_at", "duration_ms", "rubric_version", "nodeid", "case_id", "rubric_name", "outcome",
     "exit_code", "threshold", "model", "input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens",
-    "cost_usd", "dimensions", "samples",
+    "cost_usd", "dimensions", "samples", "cached_answers", "verdict",
 ]
 
 _QUERY = """
@@ -33,7 +34,7 @@ SELECT r.id AS run_id, r.cycle_id, r.agent_name, r.attempt, r.status, r.overall_
        r.suggested_fixes, r.artifact_path, r.created_at, r.duration_ms, r.rubric_version,
        d.nodeid, d.case_id, d.rubric_name, d.outcome, d.exit_code, d.threshold, d.model,
        d.input_tokens, d.output_tokens, d.cache_write_tokens, d.cache_read_tokens, d.cost_usd,
-       d.dimensions, d.samples
+       d.dimensions, d.samples, {added}
 FROM agent_runs AS r JOIN attempt_details AS d ON d.run_id = r.id
 ORDER BY r.cycle_id, d.nodeid, r.attempt, r.id
 """
@@ -65,7 +66,9 @@ def attempts_frame(work_dir: Path, cycles: list[str] | None = None) -> pd.DataFr
         return pd.DataFrame(columns=ATTEMPT_COLUMNS)
     with closing(sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)) as conn:
         try:
-            frame = pd.read_sql_query(_QUERY, conn)
+            present = {row[1] for row in conn.execute("PRAGMA table_info(attempt_details)")}
+            added = ", ".join(f"d.{c}" if c in present else f"NULL AS {c}" for c in ("cached_answers", "verdict"))
+            frame = pd.read_sql_query(_QUERY.format(added=added), conn)
         except (pd.errors.DatabaseError, sqlite3.OperationalError) as exc:
             if "no such table" in str(exc):
                 return pd.DataFrame(columns=ATTEMPT_COLUMNS)
@@ -98,8 +101,12 @@ def items_frame(attempts: pd.DataFrame) -> pd.DataFrame:
     for column in TOKEN_COLUMNS:
         items[column] = items.pop(f"{column}_total").astype(int)
     items["tokens"] = items[TOKEN_COLUMNS].sum(axis=1).astype(int)
-    # 1.0 passed, 0.0 failed or escalated, NaN when nobody could score it (left out of pass rates)
-    items["passed"] = items["outcome"].map({"passed": 1.0, "failed": 0.0, "escalated": 0.0})
+    # pytest's verdict where the session recorded it (the compare gate's failures included), else the one
+    # the outcome gets by default; 1.0 passed, 0.0 failed or xfailed, NaN skipped (left out of pass rates)
+    words = [v if isinstance(v, str) else default_verdict(o) for v, o in zip(items["verdict"], items["outcome"])]
+    items["verdict"] = words
+    items["passed"] = [VERDICT_PASSED.get(w) for w in words]
+    items["passed"] = items["passed"].astype(float)
     return items.reset_index()[columns].sort_values(keys).reset_index(drop=True)
 
 

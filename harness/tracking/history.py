@@ -9,7 +9,8 @@ import pandas as pd
 
 from harness.tracking.frames import attempts_frame, items_frame
 
-HISTORY_COLUMNS = ["agent", "rubric", "cycle", "items", "score", "pass_rate", "attempts", "tokens", "cost_usd"]
+HISTORY_COLUMNS = ["agent", "rubric", "cycle", "items", "score", "pass_rate", "judged", "attempts", "tokens",
+                   "cost_usd"]
 FORMATS = ("table", "csv", "json")
 
 
@@ -18,8 +19,9 @@ def history_frame(work_dir: Path, *, agent: str | None = None, rubric: str | Non
     """One row per agent, rubric and cycle, oldest cycle first.
 
     ``score`` is the mean final score of the cycle's items (items nobody could score are left out),
-    ``pass_rate`` the share of scored items whose final attempt passed (NaN when none was scored), ``attempts``, ``tokens`` (input,
-    output and cache) and ``cost_usd`` are totals over every attempt. ``since`` is a date
+    ``pass_rate`` is passed / ``judged``: the items pytest passed or failed (xfailed counts as not passed;
+    skipped items, the ones nobody could score, are left out; NaN when there is none). ``attempts``,
+    ``tokens`` (input, output and cache) and ``cost_usd`` are totals over every attempt. ``since`` is a date
     (``2026-01-31``) or a cycle id; cycles from it on are kept.
     """
     items = items_frame(attempts_frame(Path(work_dir)))
@@ -35,6 +37,7 @@ def history_frame(work_dir: Path, *, agent: str | None = None, rubric: str | Non
         items=("nodeid", "size"),
         score=("overall_score", "mean"),
         pass_rate=("passed", "mean"),
+        judged=("passed", "count"),
         attempts=("attempts", "sum"),
         tokens=("tokens", "sum"),
         cost_usd=("cost_usd", "sum"),
@@ -57,6 +60,8 @@ def format_history(frame: pd.DataFrame, fmt: str) -> str:
         return "no records yet\n"
     shown = frame.copy()
     shown["score"] = [("-" if pd.isna(v) else f"{v:.3f}") for v in shown["score"]]
-    shown["pass_rate"] = [("-" if pd.isna(v) else f"{v:.0%}") for v in shown["pass_rate"]]
+    shown["pass_rate"] = [("-" if pd.isna(v) else f"{v:.0%} of {n}") for v, n in zip(shown["pass_rate"],
+                                                                                    shown["judged"])]
+    shown = shown.drop(columns=["judged"])
     shown["cost_usd"] = [f"${v:.4f}" for v in shown["cost_usd"]]
     return shown.to_string(index=False) + "\n"

@@ -10,12 +10,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.fileio import append_text, atomic_write_text
-from harness.tracking.results import ItemResult
+from harness.tracking.results import VERDICTS, ItemResult
 
 REASON_LIMIT = 90
 
 STATUS_ICON = {"passed": "✅", "failed": "❌", "escalated": "⚠️", "indeterminate": "❔", "error": "💥",
-               "validation_failed": "🧩", "running": "⏳"}
+               "validation_failed": "🧩", "running": "⏳", "interrupted": "⏹️"}
 
 
 # --- Markdown ----------------------------------------------------------------------------------
@@ -41,15 +41,12 @@ def _status(result: ItemResult) -> str:
 
 
 def summary_counts(results: Sequence[ItemResult]) -> str:
-    failed = sum(r.failed for r in results)
-    passed = sum((not r.failed) and r.outcome == "passed" for r in results)
-    other = len(results) - failed - passed
-    parts = [f"**{failed} failed**" if failed else "0 failed", f"{passed} passed"]
-    if other:
-        parts.append(f"{other} not passed (escalated or indeterminate)")
+    """The counts in pytest's words and order (``1 failed, 2 passed, 1 skipped``), then attempts and cost."""
+    counts = {word: sum(r.verdict == word for r in results) for word in VERDICTS}
+    parts = [f"**{n} {word}**" if word == "failed" else f"{n} {word}" for word, n in counts.items() if n]
     attempts = sum(r.attempts for r in results)
     cost = sum(r.cost_usd for r in results)
-    return f"{', '.join(parts)} · {attempts} attempts · ${cost:.4f}"
+    return f"{', '.join(parts) or 'no items'} · {attempts} attempts · ${cost:.4f}"
 
 
 def render_markdown(results: Sequence[ItemResult], *, title: str = "pytest-rubric",

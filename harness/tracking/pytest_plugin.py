@@ -29,7 +29,8 @@ from harness.tracking.compare import (
     parse_baseline,
     parse_margins,
 )
-from harness.tracking.results import BASELINE_PROP, READABLE, REGRESSION_PROP, ItemResult, from_user_properties
+from harness.report_text import verdict_word
+from harness.tracking.results import BASELINE_PROP, REGRESSION_PROP, ItemResult, from_user_properties
 
 TRACKING_KEY = pytest.StashKey["TrackingState"]()
 
@@ -174,9 +175,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if "harness_outcome" not in props and "harness_score" not in props:
         return report
     added: list[tuple[str, Any]] = []
-    for name, readable in READABLE.items():  # readable names for JUnit XML (written from item.user_properties)
-        if name in props and readable not in props:
-            added.append((readable, props[name]))
     state = item.config.stash.get(TRACKING_KEY, None)
     regression = _regression(state, report.nodeid, props) if state is not None else None
     if state is not None and state.baseline is not None:
@@ -230,7 +228,7 @@ class ResultCollector:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call":
             return
-        result = from_user_properties(report.nodeid, report.user_properties, test_outcome=report.outcome)
+        result = from_user_properties(report.nodeid, report.user_properties, test_outcome=verdict_word(report))
         if result is not None:
             self.state.results.append(result)
 

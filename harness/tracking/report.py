@@ -40,7 +40,7 @@ th { background: var(--bg); } td.num { text-align: right; font-variant-numeric: 
 .badge { display: inline-block; padding: 0 8px; border-radius: 10px; font-size: 12px; font-weight: 600;
          color: #fff; background: var(--muted); }
 .badge.passed { background: var(--ok); } .badge.failed, .badge.regressed { background: var(--bad); }
-.badge.escalated, .badge.indeterminate { background: var(--warn); }
+.badge.escalated, .badge.indeterminate, .badge.interrupted { background: var(--warn); }
 section.item { border: 1px solid var(--line); border-radius: 6px; padding: 12px 16px; margin: 14px 0; }
 section.item.failed { border-left: 5px solid var(--bad); } section.item.passed { border-left: 5px solid var(--ok); }
 section.item.other { border-left: 5px solid var(--warn); }

@@ -16,18 +16,29 @@ from typing import Any
 
 from harness.tracking.compare import Regression
 
-#: ``user_properties`` names the case items carry (docs/design.md), and the readable ones we add.
+#: ``user_properties`` names the case items carry (docs/design.md).
 PROP_PREFIX = "harness_"
-READABLE = {"harness_score": "score", "harness_threshold": "threshold", "harness_attempts": "attempts",
-            "harness_cost_usd": "cost_usd"}
 REGRESSION_PROP = "harness_regression"
 BASELINE_PROP = "harness_baseline_score"
+
+#: pytest's words, in the order of its summary line, and how each counts in a pass rate (None: left out)
+VERDICTS = ("failed", "passed", "skipped", "xfailed", "xpassed")
+VERDICT_PASSED = {"passed": 1.0, "xpassed": 1.0, "failed": 0.0, "xfailed": 0.0, "skipped": None}
+
+
+def default_verdict(outcome: str) -> str:
+    """pytest's word for an outcome under the default options (docs: README "Thresholds and outcomes")."""
+    if outcome == "passed":
+        return "passed"
+    if outcome in ("indeterminate", "running", "interrupted"):
+        return "skipped"
+    return "failed"
 
 
 @dataclass(frozen=True)
 class ItemResult:
     nodeid: str
-    outcome: str  # the harness outcome: passed|failed|escalated|indeterminate|error|validation_failed
+    outcome: str  # the harness outcome: passed|failed|escalated|indeterminate|error|validation_failed|interrupted
     score: float | None = None
     threshold: float | None = None
     attempts: int = 0
@@ -39,15 +50,18 @@ class ItemResult:
     cycle: str | None = None
     artifact: str | None = None
     dimensions: dict[str, dict[str, Any]] = field(default_factory=dict)
-    test_outcome: str | None = None  # pytest's verdict (passed|failed|skipped); None outside a session
+    test_outcome: str | None = None  # pytest's word: passed|failed|skipped|xfailed|xpassed (session or records)
     regression: Regression | None = None
 
     @property
+    def verdict(self) -> str:
+        """pytest's word for the item: what its session said, else what the outcome gets by default."""
+        return self.test_outcome or default_verdict(self.outcome)
+
+    @property
     def failed(self) -> bool:
-        """Red in a report: pytest failed it, or (outside a session) the harness did not pass it."""
-        if self.test_outcome is not None:
-            return self.test_outcome == "failed"
-        return self.outcome != "passed"
+        """Red in a report: pytest failed it."""
+        return self.verdict == "failed"
 
     @property
     def name(self) -> str:
@@ -117,7 +131,7 @@ def results_from_records(work_dir: Path, cycles: list[str]) -> list[ItemResult]:
             nodeid=row.nodeid, outcome=row.outcome, score=_float(row.overall_score), threshold=_float(row.threshold),
             attempts=int(row.attempts), cost_usd=float(row.cost_usd), tokens=int(row.tokens), agent=row.agent_name,
             case=row.case_id, rubric=row.rubric_name, cycle=row.cycle_id, artifact=row.artifact_path,
-            dimensions=row.dimensions or {},
+            dimensions=row.dimensions or {}, test_outcome=row.verdict,
         ))
     return sorted(out, key=ItemResult.sort_key)
 

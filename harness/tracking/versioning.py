@@ -183,7 +183,8 @@ def _git_toplevel(folder: Path) -> Path | None:
     return Path(done.stdout.strip()) if done.returncode == 0 and done.stdout.strip() else None
 
 
-def committed_rubric(path: Path, *, import_root: Path | None = None, rev: str = "HEAD") -> Rubric | None:
+def committed_rubric(path: Path, *, import_root: Path | None = None, rev: str = "HEAD",
+                     examples: bool = True) -> Rubric | None:
     """The rubric at ``path`` as last committed in git (``git show HEAD:path``).
 
     None when the file is not in a git work tree, was never committed, git is missing, or the committed
@@ -199,10 +200,11 @@ def committed_rubric(path: Path, *, import_root: Path | None = None, rev: str = 
     if result.returncode != 0:
         return None
     root = import_root or _git_toplevel(path.parent) or path.parent
-    return rubric_from_text(result.stdout.decode("utf-8", errors="replace"), path, import_root=root)
+    return rubric_from_text(result.stdout.decode("utf-8", errors="replace"), path, import_root=root,
+                            examples=examples)
 
 
-def rubric_from_text(text: str, path: Path, *, import_root: Path) -> Rubric | None:
+def rubric_from_text(text: str, path: Path, *, import_root: Path, examples: bool = True) -> Rubric | None:
     """Load a rubric's text as if it were the file at ``path`` (None when it does not load).
 
     Nothing is written to disk: relative references (examples, schema files) resolve beside ``path``.
@@ -210,6 +212,6 @@ def rubric_from_text(text: str, path: Path, *, import_root: Path) -> Rubric | No
     from harness.loading import load_rubric_text
 
     try:
-        return load_rubric_text(text, path, import_root=import_root)
+        return load_rubric_text(text, path, import_root=import_root, examples=examples)
     except HarnessConfigError:
         return None
