@@ -305,6 +305,7 @@ def _record_verdict(item: pytest.Item, report: pytest.TestReport) -> None:
         hs.store.record_verdict(hs.cycle_id, item.nodeid, verdict_word(report))
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: the plugin also runs without xdist
 def pytest_configure_node(node) -> None:
     """pytest-xdist: the workers of one session share one cycle (the token names the session)."""
     config = node.config

@@ -157,3 +157,11 @@ def test_the_demo_selector_passes_a_clear_ranking_and_escalates_a_close_one(demo
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*ESCALATED after 1 attempt: top candidate * beats #2 * by 0.1, less than "
                                  "margin_required 0.15: a human should choose"])
+
+
+def test_the_demo_runs_without_pytest_xdist(demo: Project) -> None:
+    """README's demo command installs the project without the test extras: no pytest-xdist, whose hooks
+    the plugin implements only optionally."""
+    result = demo.run("suites/", "--rubric", "target-quality", "-p", "no:xdist", subprocess=True)
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=1, deselected=2)
