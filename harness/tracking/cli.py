@@ -91,7 +91,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rubric = _rubric_parser(subparsers)
     diff = rubric.add_parser("diff", help="the version bump a rubric change needs, and why",
                              description="Compare two versions of a rubric and name the bump the change needs "
-                                         "(seed 000 section 3). With one file, compare it with the version "
+                                         "(the rubric versioning rules, docs/contracts.md). With one file, compare it with the version "
                                          "last committed in git. Exit 1 when NEW's version is too low.")
     diff.add_argument("old", metavar="OLD", type=Path, help="the earlier rubric file")
     diff.add_argument("new", metavar="NEW", type=Path, nargs="?", default=None,
