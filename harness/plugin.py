@@ -298,11 +298,14 @@ def _record_verdict(item: pytest.Item, report: pytest.TestReport) -> None:
     from harness.nodes import CaseItem
 
     if isinstance(item, CaseItem) and any(name == "harness_outcome" for name, _ in item.user_properties):
-        from harness.report_text import verdict_word
+        from harness.report_text import default_verdict, verdict_word
         from harness.session import harness_session
 
-        hs = harness_session(item.config)
-        hs.store.record_verdict(hs.cycle_id, item.nodeid, verdict_word(report))
+        word = verdict_word(report)
+        outcome = next(value for name, value in item.user_properties if name == "harness_outcome")
+        if word != default_verdict(outcome):  # the usual word is implied by the outcome: no write for it
+            hs = harness_session(item.config)
+            hs.store.record_verdict(hs.cycle_id, item.nodeid, word)
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: the plugin also runs without xdist

@@ -13,6 +13,19 @@ if TYPE_CHECKING:
 
 REASON_WIDTH = 90
 
+#: pytest's words, in the order of its summary line, and how each counts in a pass rate (None: left out)
+VERDICTS = ("failed", "passed", "skipped", "xfailed", "xpassed")
+VERDICT_PASSED = {"passed": 1.0, "xpassed": 1.0, "failed": 0.0, "xfailed": 0.0, "skipped": None}
+
+
+def default_verdict(outcome: str) -> str:
+    """pytest's word for an outcome under the default options (docs: README "Thresholds and outcomes")."""
+    if outcome == "passed":
+        return "passed"
+    if outcome in ("indeterminate", "running", "interrupted"):
+        return "skipped"
+    return "failed"
+
 
 def _score(value: float | None) -> str:
     return "  -  " if value is None else f"{value:.2f}"

@@ -253,9 +253,10 @@ def test_answers_replayed_from_the_cache_say_so(project: Project, fake_anthropic
     fake_anthropic.queue(Reply.tool(answer(), usage={"input_tokens": 1000, "output_tokens": 200}))
     project.run("suites/").assert_outcomes(passed=1)
     monkeypatch.delenv("ANTHROPIC_API_KEY")  # the second run has no key: only the cache can answer
-    result = project.run("suites/", "--junitxml=report.xml")
+    result = project.run("suites/", "--junitxml=report.xml", "--harness-markdown", "summary.md")
     result.assert_outcomes(passed=1)
     assert fake_anthropic.calls == 1
+    assert "· 1 model answer from the response cache" in (project.root / "summary.md").read_text()
     result.stdout.fnmatch_lines(["judged * 1 * 1 * 100% * 1.000 * 1.0 * 0/0 * $0.0000",
                                  "judged: 1 model answer from the response cache (replayed, not called: no tokens, $0)"])
     live, replayed = project.runs()

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from harness.records import DATABASE_NAME
-from harness.tracking.results import VERDICT_PASSED, default_verdict
+from harness.report_text import VERDICT_PASSED, default_verdict
 
 ATTEMPT_COLUMNS = [
     "run_id", "cycle_id", "agent_name", "attempt", "status", "overall_score", "feedback", "suggested_fixes",
@@ -94,10 +94,12 @@ def items_frame(attempts: pd.DataFrame) -> pd.DataFrame:
     totals = ordered.groupby(keys, sort=True).agg(
         attempts=("attempt", "size"),
         cost_total=("cost_usd", "sum"),
+        cached_total=("cached_answers", "sum"),
         **{f"{c}_total": (c, "sum") for c in TOKEN_COLUMNS},
     )
     items = final.join(totals)
     items["cost_usd"] = items.pop("cost_total")
+    items["cached_answers"] = items.pop("cached_total").fillna(0).astype(int)
     for column in TOKEN_COLUMNS:
         items[column] = items.pop(f"{column}_total").astype(int)
     items["tokens"] = items[TOKEN_COLUMNS].sum(axis=1).astype(int)

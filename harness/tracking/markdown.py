@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.fileio import append_text, atomic_write_text
-from harness.tracking.results import VERDICTS, ItemResult
+from harness.report_text import VERDICTS
+from harness.tracking.results import ItemResult
 
 REASON_LIMIT = 90
 
@@ -46,7 +47,9 @@ def summary_counts(results: Sequence[ItemResult]) -> str:
     parts = [f"**{n} {word}**" if word == "failed" else f"{n} {word}" for word, n in counts.items() if n]
     attempts = sum(r.attempts for r in results)
     cost = sum(r.cost_usd for r in results)
-    return f"{', '.join(parts) or 'no items'} · {attempts} attempts · ${cost:.4f}"
+    cached = sum(r.cached_answers for r in results)
+    replayed = f" · {cached} model answer{'s' * (cached != 1)} from the response cache" if cached else ""
+    return f"{', '.join(parts) or 'no items'} · {attempts} attempts · ${cost:.4f}{replayed}"
 
 
 def render_markdown(results: Sequence[ItemResult], *, title: str = "pytest-rubric",

@@ -14,26 +14,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from harness.report_text import default_verdict
 from harness.tracking.compare import Regression
 
 #: ``user_properties`` names the case items carry (docs/design.md).
 PROP_PREFIX = "harness_"
 REGRESSION_PROP = "harness_regression"
 BASELINE_PROP = "harness_baseline_score"
-
-#: pytest's words, in the order of its summary line, and how each counts in a pass rate (None: left out)
-VERDICTS = ("failed", "passed", "skipped", "xfailed", "xpassed")
-VERDICT_PASSED = {"passed": 1.0, "xpassed": 1.0, "failed": 0.0, "xfailed": 0.0, "skipped": None}
-
-
-def default_verdict(outcome: str) -> str:
-    """pytest's word for an outcome under the default options (docs: README "Thresholds and outcomes")."""
-    if outcome == "passed":
-        return "passed"
-    if outcome in ("indeterminate", "running", "interrupted"):
-        return "skipped"
-    return "failed"
-
 
 @dataclass(frozen=True)
 class ItemResult:
@@ -50,6 +37,7 @@ class ItemResult:
     cycle: str | None = None
     artifact: str | None = None
     dimensions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cached_answers: int = 0  # model answers replayed from the response cache
     test_outcome: str | None = None  # pytest's word: passed|failed|skipped|xfailed|xpassed (session or records)
     regression: Regression | None = None
 
@@ -117,6 +105,7 @@ def from_user_properties(nodeid: str, properties: Iterable[tuple[str, Any]],
         rubric=props.get("harness_rubric"), cycle=props.get("harness_cycle"),
         artifact=props.get("harness_artifact"), dimensions=dims if isinstance(dims, dict) else {},
         test_outcome=test_outcome, regression=regression,
+        cached_answers=int(props.get("harness_cached_answers") or 0),
     )
 
 
@@ -131,7 +120,7 @@ def results_from_records(work_dir: Path, cycles: list[str]) -> list[ItemResult]:
             nodeid=row.nodeid, outcome=row.outcome, score=_float(row.overall_score), threshold=_float(row.threshold),
             attempts=int(row.attempts), cost_usd=float(row.cost_usd), tokens=int(row.tokens), agent=row.agent_name,
             case=row.case_id, rubric=row.rubric_name, cycle=row.cycle_id, artifact=row.artifact_path,
-            dimensions=row.dimensions or {}, test_outcome=row.verdict,
+            dimensions=row.dimensions or {}, test_outcome=row.verdict, cached_answers=int(row.cached_answers),
         ))
     return sorted(out, key=ItemResult.sort_key)
 
