@@ -125,6 +125,7 @@ def run_loop(plan: CasePlan, store: RecordStore, *, on_attempt: AttemptHook | No
                                  threshold=plan.threshold)
         run_id = store.start_attempt(plan.location, number, plan.rubric.version, details, created_at=created_at)
         outputs: list[RunnerOutput] = []
+        written = False
         try:
             if number == 1:
                 made = plan.producer.run({**base, "role": "producer", "attempt": number})
@@ -136,6 +137,7 @@ def run_loop(plan: CasePlan, store: RecordStore, *, on_attempt: AttemptHook | No
             outputs.append(made)
             artifact = made.text
             store.write_artifact(plan.location, number, artifact)
+            written = True
             if plan.stop is not None and plan.stop.is_set():
                 raise Interrupted(f"interrupted before scoring: {plan.stop.reason}")
             scoring_started = time.monotonic()
@@ -158,7 +160,7 @@ def run_loop(plan: CasePlan, store: RecordStore, *, on_attempt: AttemptHook | No
             if isinstance(exc, CostCapReached) and plan.stop is not None:
                 plan.stop.set(str(exc), cause="cost_cap")
             result = _finish(plan, store, run_id, number, started, "escalated", outcome, None, reason, outputs,
-                             int(exc.exit_code), on_attempt, created_at=created_at)
+                             int(exc.exit_code), on_attempt, created_at=created_at, made=written)
             attempts.append(result)
             escalation_reason = reason
             break
@@ -258,7 +260,9 @@ def _evaluation_output(evaluation: Evaluation) -> RunnerOutput:
 
 def _finish(plan: CasePlan, store: RecordStore, run_id: int, number: int, started: float, status: RecordStatus,
             outcome: Outcome, evaluation: Evaluation | None, reason: str | None, outputs: list[RunnerOutput],
-            exit_code: int, on_attempt: AttemptHook | None, *, created_at: str) -> AttemptResult:
+            exit_code: int, on_attempt: AttemptHook | None, *, created_at: str, made: bool = True) -> AttemptResult:
+    """Record the attempt; ``made`` says whether it wrote an artifact (a crashed producer made none, and the
+    record then names no file that is not there)."""
     usage = Usage()
     cost = 0.0
     model = None
@@ -279,7 +283,6 @@ def _finish(plan: CasePlan, store: RecordStore, run_id: int, number: int, starte
     else:
         dims, feedback, fixes, overall = {}, reason or "", [], None
     artifact = plan.location.attempt_artifact(number)
-    made = artifact.exists()  # a producer that crashed made none: the record names no file that is not there
     record = RunRecord(
         cycle_id=plan.location.cycle_id, agent_name=plan.agent.name, attempt=number, status=status,
         overall_score=overall, dimension_scores={k: v["score"] for k, v in dims.items()}, feedback=feedback,
