@@ -184,7 +184,7 @@ def run_loop(plan: CasePlan, store: RecordStore, *, on_attempt: AttemptHook | No
         escalated=last.record.status == "escalated", escalation_reason=escalation_reason, outcome=last.outcome,
         exit_code=last.exit_code, attempts=attempts,
     )
-    store.write_loop_result(plan.location, result.contract())  # every caller's item gets its loop-result.json
+    store.write_loop_result(plan.location, plan.nodeid, plan.case.id, result.contract())  # for every caller
     return result
 
 

@@ -39,7 +39,6 @@ RUN_LOG_TAIL = b"\n]\n"
 ALIVE_LOCK = ".alive.lock"  # runs/{cycle}/: shared-locked by every process of the cycle's session
 RECONCILED_MARK = ".reconciled"  # runs/{cycle}/: its session is gone and its records were made whole
 RECONCILIATION_FILE = "reconciliation.json"  # runs/{cycle}/: what the session that made the cycle reconciled
-LOOP_RESULT_FILE = "loop-result.json"  # beside an item's attempts: seed 000 section 6's LoopResult
 INTERRUPTED_FEEDBACK = ("interrupted: the session ended (killed or crashed) before this attempt finished; "
                         "it was never scored")
 
@@ -90,6 +89,18 @@ CREATE TABLE IF NOT EXISTS attempt_details (
 CREATE INDEX IF NOT EXISTS idx_attempt_details_rubric ON attempt_details(rubric_name);
 """
 
+
+# The loop result of each item (seed 000 section 6), written when its loop ends.
+LOOP_RESULTS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS loop_results (
+  cycle_id TEXT NOT NULL,
+  nodeid TEXT NOT NULL,
+  agent_name TEXT NOT NULL,
+  case_id TEXT NOT NULL,
+  result TEXT NOT NULL,  -- JSON: success, finalAttempt, finalScore, artifactPath, allRuns, escalated, escalationReason
+  PRIMARY KEY (cycle_id, nodeid)
+);
+"""
 
 # Columns added to attempt_details after its first release: a work folder from an older version gains them.
 ADDED_DETAIL_COLUMNS = {"cached_answers": "INTEGER NOT NULL DEFAULT 0", "verdict": "TEXT"}
@@ -166,10 +177,6 @@ class RunLocation:
     def final(self) -> Path:
         return self.directory / "final.md"
 
-    @property
-    def loop_result(self) -> Path:
-        return self.directory / LOOP_RESULT_FILE
-
 
 @dataclass
 class Reconciliation:
@@ -244,7 +251,8 @@ class RecordStore:
             self._local.conn = conn
             with self._schema_lock:
                 if not self._schema_ready:
-                    conn.executescript(f"BEGIN IMMEDIATE; {AGENT_RUNS_SCHEMA} {ATTEMPT_DETAILS_SCHEMA} COMMIT;")
+                    conn.executescript(f"BEGIN IMMEDIATE; {AGENT_RUNS_SCHEMA} {ATTEMPT_DETAILS_SCHEMA} "
+                                       f"{LOOP_RESULTS_SCHEMA} COMMIT;")
                     _add_missing_columns(conn)
                     _widen_outcome_check(conn)
                     self._schema_ready = True
@@ -456,10 +464,20 @@ class RecordStore:
         atomic_write_json(path, review)
         return path
 
-    def write_loop_result(self, where: RunLocation, result: dict[str, Any]) -> Path:
-        """``loop-result.json``: the item's LoopResult (seed 000 section 6), written once its loop ends."""
-        atomic_write_json(where.loop_result, result)
-        return where.loop_result
+    def write_loop_result(self, where: RunLocation, nodeid: str, case_id: str, result: dict[str, Any]) -> None:
+        """The item's LoopResult (seed 000 section 6), a row of ``loop_results`` once its loop ends.
+
+        A row, not a file per item: creating a file costs about a millisecond a case on a busy disk."""
+        conn = self._connection()
+        with self.transaction(conn):
+            conn.execute("INSERT OR REPLACE INTO loop_results (cycle_id, nodeid, agent_name, case_id, result)"
+                         " VALUES (?, ?, ?, ?, ?)", (where.cycle_id, nodeid, where.agent_name, case_id,
+                                                     json.dumps(redact_json(result), ensure_ascii=False)))
+
+    def loop_results(self, cycle_id: str) -> dict[str, dict[str, Any]]:
+        """The loop results of a cycle, by item (nodeid)."""
+        rows = self._connection().execute("SELECT nodeid, result FROM loop_results WHERE cycle_id = ?", (cycle_id,))
+        return {nodeid: json.loads(text) for nodeid, text in rows}
 
     def write_final(self, where: RunLocation, attempt: int) -> Path:
         """``final.md``: the passing attempt (seed: symlink or copy). A hard link is a copy that costs

@@ -130,7 +130,7 @@ def test_artifact_layout_eval_json_and_run_log(project: Project) -> None:
     assert sorted(p.name for p in run_dir.iterdir() if not p.name.startswith(".")) == ["run-log.json", "writer"]
     folder = run_dir / "writer"
     assert sorted(p.name for p in folder.iterdir()) == [
-        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "final.md", "loop-result.json"]
+        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "final.md"]
     assert (folder / "final.md").read_bytes() == (folder / "attempt-2.md").read_bytes()
 
     # attempt-{n}.eval.json is the seed's EvaluatorOutput.
@@ -182,7 +182,7 @@ def test_no_final_md_when_no_attempt_passed(project: Project) -> None:
     project.run("suites/").assert_outcomes(failed=1)
     folder = project.cycle_dir() / "writer"
     assert sorted(p.name for p in folder.iterdir()) == [
-        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "loop-result.json"]
+        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md"]
 
 
 def test_an_agent_with_two_cases_gets_a_folder_per_case(project: Project) -> None:
@@ -199,9 +199,9 @@ cases:
     folder = project.cycle_dir() / "writer"
     assert sorted(p.name for p in folder.iterdir()) == ["first", "second"]
     assert sorted(p.name for p in (folder / "first").iterdir()) == [
-        "attempt-1.eval.json", "attempt-1.md", "final.md", "loop-result.json"]
+        "attempt-1.eval.json", "attempt-1.md", "final.md"]
     assert sorted(p.name for p in (folder / "second").iterdir()) == [
-        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "final.md", "loop-result.json"]
+        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "final.md"]
     log = project.run_log()
     assert sorted(e["artifact_path"] for e in log) == [
         f"WORK/runs/{cycle}/writer/first/attempt-1.md",
@@ -435,10 +435,12 @@ LOOP_RESULT_SCHEMA = {
 }
 
 
-def loop_result(path: Path) -> dict:
+def loop_result(project: Project, case: str) -> dict:
+    """The item's loop result, as the records keep it (table ``loop_results``)."""
     import jsonschema
 
-    data = json.loads(path.read_text(encoding="utf-8"))
+    (row,) = project.rows("SELECT result FROM loop_results WHERE case_id = ?", (case,))
+    data = json.loads(row["result"])
     jsonschema.validate(data, LOOP_RESULT_SCHEMA)
     return data
 
@@ -458,26 +460,25 @@ cases:
                    '    reviser: {python: "stucklib:revise"}\n    max_attempts: 2\n')
     project.run("suites/").assert_outcomes(passed=1, failed=1)
     cycle = project.cycles()[0]
-    folder = project.cycle_dir() / "writer"
     log = project.run_log()
 
-    passed = loop_result(folder / "revised" / "loop-result.json")
+    passed = loop_result(project, "revised")
     assert passed == {
         "success": True, "finalAttempt": 2, "finalScore": 1.0,
         "artifactPath": f"WORK/runs/{cycle}/writer/revised/attempt-2.md",
         "allRuns": [e for e in log if "/revised/" in e["artifact_path"]], "escalated": False}
     assert [r["attempt"] for r in passed["allRuns"]] == [1, 2]
 
-    stuck = loop_result(folder / "stuck" / "loop-result.json")
+    stuck = loop_result(project, "stuck")
     assert (stuck["success"], stuck["finalAttempt"], stuck["finalScore"], stuck["escalated"]) == (False, 2, 0.4, True)
     assert stuck["escalationReason"] == "below threshold 0.80 after 2 attempts"
     assert stuck["allRuns"] == [e for e in log if "/stuck/" in e["artifact_path"]]
     assert [r["status"] for r in stuck["allRuns"]] == ["failed", "escalated"]
 
 
-def test_an_agent_with_one_case_keeps_its_loop_result_beside_its_attempts(project: Project) -> None:
+def test_an_agent_with_one_case_has_its_loop_result_too(project: Project) -> None:
     project.standard(FAIL_THEN_PASS)
     project.run("suites/").assert_outcomes(passed=1)
-    result = loop_result(project.cycle_dir() / "writer" / "loop-result.json")
+    result = loop_result(project, "greet")
     assert (result["success"], result["finalAttempt"], result["allRuns"]) == (True, 2, project.run_log())
     assert "escalationReason" not in result
