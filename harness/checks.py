@@ -35,13 +35,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import jsonschema
-import yaml
 from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
 
 from harness import safe_regex
 from harness.errors import AgentRunError, HarnessConfigError
 from harness.safe_regex import backtracking_problem
+from harness.yamlfile import parse_yaml, read_text
 
 __all__ = [
     "KNOWN_KINDS",
@@ -457,21 +457,19 @@ class JsonSchemaCheck:
 
 def _load_schema_file(raw: str, f: _Fields, base_dir: Path) -> Any:
     target = Path(raw) if Path(raw).is_absolute() else base_dir / raw
+    if not target.is_file():
+        raise f.error("schema", f"cannot read schema file {raw!r} ({target}): no such file",
+                      f"check the path; relative paths resolve from {base_dir}")
+    text = read_text(target)  # the size limit, and one line for a byte that is not UTF-8
+    if target.suffix.lower() in (".yaml", ".yml"):
+        return parse_yaml(text, target)  # the nesting and alias guards of every YAML file
     try:
-        text = target.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        problem = f"cannot read schema file {raw!r} ({target}): {getattr(exc, 'strerror', None) or exc}"
-        raise f.error("schema", problem, f"check the path; relative paths resolve from {base_dir}") from None
-    try:
-        if target.suffix.lower() in (".yaml", ".yml"):
-            return yaml.safe_load(text)
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise f.error("schema", f"schema file {raw!r} is not valid JSON: {exc.msg} at line {exc.lineno} "
                       f"column {exc.colno}", "fix the JSON in the schema file") from None
-    except yaml.YAMLError as exc:
-        raise f.error("schema", f"schema file {raw!r} is not valid YAML: {_one_line(str(exc))}",
-                      "fix the YAML in the schema file") from None
+    except RecursionError:
+        raise f.error("schema", f"schema file {raw!r} is nested too deeply", "flatten the schema") from None
 
 
 def _parse_json_schema(raw: Any, f: _Fields, base_dir: Path) -> JsonSchemaCheck:

@@ -896,3 +896,23 @@ def test_a_json_price_table_that_is_not_utf8_is_one_line(tmp_path: Path) -> None
     with pytest.raises(HarnessConfigError) as caught:
         load_price_table(prices)
     assert "prices.json: line 1: byte 0xe9" in str(caught.value) and "(fix: save the file as UTF-8)" in str(caught.value)
+
+
+@pytest.mark.parametrize(("name", "content", "expected"), [
+    ("schema.json", b'{"type": "object", "title": "' + NOT_UTF8 + b'"}', "schema.json: line 1: byte 0xe9"),
+    ("schema.json", b"[" * 100_000 + b"]" * 100_000, "schema.json' is nested too deeply"),
+    ("schema.yaml", b"a: &a [x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+                    b"c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+                    b"e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+                    b"g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\nh: [*g, *g, *g, *g, *g, *g, *g, *g, *g, *g]\n",
+     "schema.yaml"),
+])
+def test_a_json_schema_checks_schema_file_is_guarded_like_every_file(tmp_path: Path, name: str, content: bytes,
+                                                                      expected: str) -> None:
+    from harness.checks import parse_check
+
+    (tmp_path / name).write_bytes(content)
+    with pytest.raises(HarnessConfigError) as caught:
+        parse_check({"json_schema": {"schema": name}}, path=tmp_path / "rubric.yaml", field="dimensions.d.check",
+                    base_dir=tmp_path, import_root=tmp_path)
+    assert expected in str(caught.value) and "(fix: " in str(caught.value)
