@@ -2,6 +2,7 @@
 
     python benchmarks/speed.py            # medians of 3 runs each
     python benchmarks/speed.py --runs 5 --cases 500 --concurrency 32
+    python benchmarks/speed.py --provider openai   # the same through the openai provider and SDK
 
 Measured against the fake Anthropic server (benchmarks/fake_server.py, its own process) with a
 generated suite whose producer and judge each make one model call per case:
@@ -85,14 +86,22 @@ def judge(request):
 """
 
 
+MODELS = {"anthropic": "claude-haiku-4-5", "openai": "openai/gpt-4.1-mini"}
+KEY_VARIABLES = {"anthropic": ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"),
+                 "openai": ("OPENAI_BASE_URL", "OPENAI_API_KEY")}
+PROVIDER = "anthropic"  # set by --provider
+PORT = 0  # one port for every server of a benchmark: base_url is part of the response cache key
+
+
 def write_suite(root: Path, cases: int, *, trivial: bool = False, python_agents: bool = False) -> None:
     (root / "rubrics").mkdir(parents=True)
     (root / "suites" / "prompts").mkdir(parents=True)
     (root / "rubrics" / "bench.yaml").write_text(RUBRIC)
     for role in ("producer", "evaluator"):
         (root / "suites" / "prompts" / f"{role}.md").write_text(PROMPT.format(title=f"Bench {role}", role=role))
-    (root / "suites" / "agents.yaml").write_text(textwrap.dedent("""\
-        judge: {model: claude-haiku-4-5, timeout_s: 30, max_retries: 2}
+    (root / "suites" / "agents.yaml").write_text(textwrap.dedent(f"""\
+        judge: {{model: {MODELS[PROVIDER]}, timeout_s: 30, max_retries: 2}}
+        model: {{model: {MODELS[PROVIDER]}, timeout_s: 30, max_retries: 2}}
         agents:
           bench:
             rubric: bench
@@ -123,7 +132,8 @@ def fake_server(latency: float, workdir: Path):
     for f in (port_file, stats_file):
         f.unlink(missing_ok=True)
     proc = subprocess.Popen([sys.executable, str(HERE / "fake_server.py"), "--latency", str(latency),
-                             "--port-file", str(port_file), "--stats-file", str(stats_file)])
+                             "--port-file", str(port_file), "--stats-file", str(stats_file),
+                             "--provider", PROVIDER, "--port", str(PORT)])
     try:
         deadline = time.monotonic() + 30
         while not port_file.exists():
@@ -148,10 +158,11 @@ class Run(NamedTuple):
 
 def run_pytest(root: Path, args: list[str], base_url: str | None = None) -> Run:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    url_variable, key_variable = KEY_VARIABLES[PROVIDER]
     if base_url:
-        env.update(ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY="sk-ant-benchmark")
+        env.update({url_variable: base_url, key_variable: "sk-benchmark"})
     else:
-        env.pop("ANTHROPIC_API_KEY", None)
+        env.pop(key_variable, None)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     launched_at = time.time()
     start = time.perf_counter()
@@ -195,21 +206,37 @@ print(time.perf_counter() - calls_started, time.perf_counter() - started)
 """
 
 
+BARE_OPENAI_SDK = (BARE_SDK.replace("anthropic.Anthropic()", "openai.OpenAI()").replace("import json, anthropic",
+                                                                                        "import json, openai")
+                   .replace("client.messages.", "client.chat.completions.")
+                   .replace('model="claude-haiku-4-5"', 'model="gpt-4.1-mini"'))
+
+
 def bare_sdk_seconds(base_url: str, calls: int, threads: int) -> tuple[float, float]:
     """The same calls from the bare SDK on as many threads: (seconds for the calls, seconds for the
     whole process: interpreter, SDK import and calls). What the client and server allow."""
-    env = {**os.environ, "ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": "sk-ant-benchmark"}
+    url_variable, key_variable = KEY_VARIABLES[PROVIDER]
+    env = {**os.environ, url_variable: base_url, key_variable: "sk-benchmark"}
+    script = BARE_OPENAI_SDK if PROVIDER == "openai" else BARE_SDK
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", BARE_SDK, str(calls), str(threads)], env=env, capture_output=True,
+    done = subprocess.run([sys.executable, "-c", script, str(calls), str(threads)], env=env, capture_output=True,
                           text=True, check=True)
     whole = time.perf_counter() - start
     return float(done.stdout.split()[0]), whole
 
 
 def sdk_import_seconds() -> float:
-    """What importing the anthropic SDK adds to a process (paid once, by the first model call)."""
-    code = "import time; t = time.perf_counter(); import anthropic; print(time.perf_counter() - t)"
+    """What importing the provider's SDK adds to a process (paid once, by the first model call)."""
+    code = f"import time; t = time.perf_counter(); import {PROVIDER}; print(time.perf_counter() - t)"
     return float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def median(values: list[float]) -> float:
@@ -223,10 +250,16 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--collect-cases", type=int, default=10_000)
+    parser.add_argument("--provider", choices=sorted(MODELS), default="anthropic",
+                        help="the provider of the suite's models and the fake server (default: anthropic; the "
+                             "bare-SDK reference rows use that provider's SDK)")
     parser.add_argument("--dir", type=Path, default=HERE / ".runs",
                         help="where the generated suites and their records go (default: benchmarks/.runs, "
                              "on the project's disk, where a user's WORK folder is)")
     args = parser.parse_args()
+    global PROVIDER, PORT
+    PROVIDER = args.provider
+    PORT = free_port()
     # Measure what a user's machine does: Python caches compiled modules (some sandboxes turn that off,
     # which makes every run compile the harness's modules again, about 0.3 s of start-up here).
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)

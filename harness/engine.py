@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,12 +15,14 @@ from harness.checks import CheckContext
 from harness.errors import ExitCode, HarnessError, ModelUnavailable, ValidationFailed
 from harness.items import read_ranking
 from harness.judges import Evaluation, check_review, evaluate
-from harness.llm import CostCapReached, Usage, price_usd
+from harness.llm import CostCapReached
 from harness.models import AgentConfig, Case, LoopPolicy, Outcome, RecordStatus, Rubric, RunRecord
 from harness.clock import utc_now
 from harness.records import AttemptDetails, RecordStore, RunLocation
 from harness.runners import Runner, RunnerOutput
+from harness.events import ArtifactProduced, AttemptFinished, Events, ItemFinished, ItemStarted, Judged
 from harness.scheduler import StopFlag
+from harness.usage import Spend, Usage
 
 
 class Interrupted(HarnessError):
@@ -45,6 +46,7 @@ class CasePlan:
     location: RunLocation
     judge_samples: int = 1
     stop: StopFlag | None = None
+    events: Events = field(default_factory=Events)  # the item's life, for the session's sinks
 
 
 @dataclass(frozen=True)
@@ -53,11 +55,13 @@ class AttemptResult:
     record: RunRecord
     outcome: Outcome
     evaluation: Evaluation | None
-    usage: Usage
-    cost_usd: float
+    spend: Spend  # every model call of the attempt, per model
     exit_code: int
     error: str | None = None
-    cached: int = 0
+
+    @property
+    def usage(self) -> Usage:
+        return self.spend.usage
 
 
 @dataclass(frozen=True)
@@ -76,19 +80,24 @@ class LoopResult:
     attempts: list[AttemptResult] = field(default_factory=list)
 
     @property
-    def usage(self) -> Usage:
-        total = Usage()
+    def spend(self) -> Spend:
+        total = Spend()
         for attempt in self.attempts:
-            total = total + attempt.usage
+            total.merge(attempt.spend)
         return total
 
     @property
-    def cost_usd(self) -> float:
-        return sum(a.cost_usd for a in self.attempts)
+    def usage(self) -> Usage:
+        return self.spend.usage
+
+    @property
+    def cost_usd(self) -> float | None:
+        """What the item cost; None when a model it called has no price."""
+        return self.spend.cost_usd
 
     @property
     def cached_answers(self) -> int:
-        return sum(a.cached for a in self.attempts)
+        return self.spend.cached
 
     @property
     def last_evaluation(self) -> Evaluation | None:
@@ -104,10 +113,9 @@ class LoopResult:
         return result
 
 
-AttemptHook = Callable[[RunRecord, AttemptDetails], None]
-
-
-def run_loop(plan: CasePlan, store: RecordStore, *, on_attempt: AttemptHook | None = None) -> LoopResult:
+def run_loop(plan: CasePlan, store: RecordStore) -> LoopResult:
+    """Produce, evaluate and revise one case until it passes or its attempts run out; every attempt is recorded
+    and the item's life is emitted to ``plan.events``."""
     policy = plan.agent.policy
     context = CheckContext(inputs=plan.case.inputs, today=plan.case.today or _utc_today())
     base = {"agent": plan.agent.name, "case": plan.case.id, "inputs": plan.case.inputs}
@@ -116,6 +124,8 @@ def run_loop(plan: CasePlan, store: RecordStore, *, on_attempt: AttemptHook | No
     artifact = ""
     evaluation: Evaluation | None = None
     escalation_reason: str | None = None
+    events = plan.events
+    events.emit(ItemStarted(plan.nodeid, plan.agent.name, plan.case.id, max_attempts))
     for number in range(1, max_attempts + 1):
         if plan.stop is not None:
             plan.stop.check()  # never start an attempt once the session is stopping
@@ -138,6 +148,8 @@ def run_loop(plan: CasePlan, store: RecordStore, *, on_attempt: AttemptHook | No
             artifact = made.text
             store.write_artifact(plan.location, number, artifact)
             written = True
+            events.emit(ArtifactProduced(plan.nodeid, number, "producer" if number == 1 else "reviser",
+                                         len(artifact), made.spend))
             if plan.stop is not None and plan.stop.is_set():
                 raise Interrupted(f"interrupted before scoring: {plan.stop.reason}")
             scoring_started = time.monotonic()
@@ -146,21 +158,19 @@ def run_loop(plan: CasePlan, store: RecordStore, *, on_attempt: AttemptHook | No
                                   samples=plan.judge_samples, revision_follows=number < max_attempts)
             outputs.append(_evaluation_output(evaluation))
             store.write_evaluation(plan.location, number, evaluation.to_output())
+            events.emit(Judged(plan.nodeid, number, evaluation.overall, evaluation.passed, evaluation.spend))
             if plan.rubric.rubric_id is not None:
                 _write_review(plan, store, number, evaluation, scoring_started, started)
         except HarnessError as exc:
             outcome = _error_outcome(exc)
             reason = str(exc)
-            spent = getattr(exc, "usage", None)
-            if spent is not None:  # a failed call's earlier tries, an invalid answer's calls: billed all the same
-                model = getattr(exc, "model", None) or plan.agent.judge.model
-                cost = getattr(exc, "cost_usd", None)
-                outputs.append(RunnerOutput(usage=spent, model=model,
-                                            cost_usd=price_usd(model, spent) if cost is None else cost))
+            spent = getattr(exc, "spend", None)
+            if spent:  # a failed call's earlier tries, an invalid answer's calls: billed all the same
+                outputs.append(RunnerOutput(spend=spent))
             if isinstance(exc, CostCapReached) and plan.stop is not None:
                 plan.stop.set(str(exc), cause="cost_cap")
             result = _finish(plan, store, run_id, number, started, "escalated", outcome, None, reason, outputs,
-                             int(exc.exit_code), on_attempt, created_at=created_at, made=written)
+                             int(exc.exit_code), created_at=created_at, made=written)
             attempts.append(result)
             escalation_reason = reason
             break
@@ -170,7 +180,7 @@ def run_loop(plan: CasePlan, store: RecordStore, *, on_attempt: AttemptHook | No
         code = {"passed": 0, "failed": 1, "escalated": int(ExitCode.ESCALATION),
                 "indeterminate": int(ExitCode.UNAVAILABLE)}[outcome]
         result = _finish(plan, store, run_id, number, started, status, outcome, evaluation, reason, outputs, code,
-                         on_attempt, created_at=created_at)
+                         created_at=created_at)
         attempts.append(result)
         if status == "passed":
             store.write_final(plan.location, number)
@@ -185,6 +195,7 @@ def run_loop(plan: CasePlan, store: RecordStore, *, on_attempt: AttemptHook | No
         exit_code=last.exit_code, attempts=attempts,
     )
     store.write_loop_result(plan.location, plan.nodeid, plan.case.id, result.contract())  # for every caller
+    events.emit(ItemFinished(plan.nodeid, result.outcome, result.final_score, len(attempts), result.spend))
     return result
 
 
@@ -254,24 +265,18 @@ def _error_outcome(exc: HarnessError) -> Outcome:
 
 
 def _evaluation_output(evaluation: Evaluation) -> RunnerOutput:
-    return RunnerOutput(usage=evaluation.usage, model=evaluation.model, cost_usd=evaluation.cost_usd,
-                        cached=evaluation.cached)
+    return RunnerOutput(spend=evaluation.spend)
 
 
 def _finish(plan: CasePlan, store: RecordStore, run_id: int, number: int, started: float, status: RecordStatus,
             outcome: Outcome, evaluation: Evaluation | None, reason: str | None, outputs: list[RunnerOutput],
-            exit_code: int, on_attempt: AttemptHook | None, *, created_at: str, made: bool = True) -> AttemptResult:
+            exit_code: int, *, created_at: str, made: bool = True) -> AttemptResult:
     """Record the attempt; ``made`` says whether it wrote an artifact (a crashed producer made none, and the
     record then names no file that is not there)."""
-    usage = Usage()
-    cost = 0.0
-    model = None
-    cached = 0
+    spend = Spend()
     for out in outputs:
-        usage = usage + out.usage
-        cost += out.cost_usd
-        model = out.model or model
-        cached += out.cached
+        spend.merge(out.spend)
+    usage = spend.usage
     if evaluation is not None:
         dims = {name: {"score": d.score, "weight": d.weight, "reason": d.reason, "source": d.source}
                 for name, d in evaluation.dimensions.items()}
@@ -291,17 +296,16 @@ def _finish(plan: CasePlan, store: RecordStore, run_id: int, number: int, starte
     )
     details = AttemptDetails(
         nodeid=plan.nodeid, case_id=plan.case.id, rubric_name=plan.rubric.name, threshold=plan.threshold,
-        outcome=outcome, exit_code=exit_code, model=model, input_tokens=usage.input_tokens,
+        outcome=outcome, exit_code=exit_code, model=spend.model, input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens, cache_write_tokens=usage.cache_write_tokens,
-        cache_read_tokens=usage.cache_read_tokens, cost_usd=cost, dimensions=dims,
-        samples=(evaluation.samples or None) if evaluation else None, cached_answers=cached,
+        cache_read_tokens=usage.cache_read_tokens, cost_usd=spend.known_cost_usd, dimensions=dims,
+        samples=(evaluation.samples or None) if evaluation else None, cached_answers=spend.cached,
+        model_usage=spend.by_model() or None, cost_known=spend.cost_known,
     )
     store.finish_attempt(run_id, record, details, store.run_log_path(plan.location.cycle_id))
-    if on_attempt is not None:
-        on_attempt(record, details)
-    return AttemptResult(attempt=number, record=record, outcome=outcome, evaluation=evaluation, usage=usage,
-                         cost_usd=cost, exit_code=exit_code, error=reason if evaluation is None else None,
-                         cached=cached)
+    plan.events.emit(AttemptFinished(plan.nodeid, number, outcome, overall, spend, record, details))
+    return AttemptResult(attempt=number, record=record, outcome=outcome, evaluation=evaluation, spend=spend,
+                         exit_code=exit_code, error=reason if evaluation is None else None)
 
 
 def _utc_today():

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from enum import IntEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.llm import Usage
+    from harness.usage import Spend
+
+
+def did_you_mean(key: Any, known: Iterable[str]) -> str:
+    """`` (did you mean 'producer'?)`` for a near miss of a known name, else nothing."""
+    close = difflib.get_close_matches(str(key), list(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 class ExitCode(IntEnum):
@@ -81,14 +89,14 @@ class HarnessConfigWarning(UserWarning):
 class ModelCallError(HarnessError):
     """A model call failed after its retries (rate limit, server error, timeout, connection).
 
-    ``usage`` carries the tokens of earlier calls of the same operation that did succeed (e.g. the
-    first answer of a JSON generation whose retry call failed), so they can still be accounted for.
+    ``spend`` carries the earlier calls of the same operation that did succeed (e.g. the first answer of a
+    JSON generation whose retry call failed), so they can still be accounted for.
     """
 
-    def __init__(self, message: str, exit_code: ExitCode = ExitCode.UNAVAILABLE, usage: Usage | None = None):
+    def __init__(self, message: str, exit_code: ExitCode = ExitCode.UNAVAILABLE, spend: Spend | None = None):
         super().__init__(message)
         self.exit_code = exit_code
-        self.usage = usage
+        self.spend = spend
 
 
 class ModelUnavailable(HarnessError):
@@ -103,12 +111,12 @@ class ValidationFailed(HarnessError):
     exit_code = ExitCode.VALIDATION_FAILED
 
     def __init__(self, message: str, errors: list[str], raw_response: str | None = None, *,
-                 usage: Usage | None = None, cost_usd: float | None = None, model: str | None = None):
+                 spend: Spend | None = None):
         super().__init__(message)
         self.errors = errors
         self.raw_response = raw_response
         # the calls that produced the invalid answers were billed: the records and the cost cap count them
-        self.usage, self.cost_usd, self.model = usage, cost_usd, model
+        self.spend = spend
 
 
 class AgentRunError(HarnessError):

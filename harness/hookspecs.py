@@ -5,11 +5,15 @@ Registered with ``pytest_addhooks``; the harness calls them with keyword argumen
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from harness.checks import CheckParser
+    from harness.events import Event
     from harness.models import AgentConfig, RunnerSpec
     from harness.runners import Runner
 
@@ -47,4 +51,86 @@ def pytest_harness_attempt_finished(record: dict, details: dict) -> None:
 
         def pytest_harness_attempt_finished(record, details):
             print(record["agent_name"], record["attempt"], record["overall_score"])
+    """
+
+
+def pytest_harness_check_kinds() -> Mapping[str, CheckParser]:
+    """Return the deterministic check kinds this plugin adds, as a mapping of kind name to parser.
+
+    A kind named here may be used in a rubric as ``check: {NAME: options}``. Its parser has the signature
+    of the built-in ones, ``parser(options: Any, fields: harness.checks.Fields) -> Check``: ``options`` is
+    the YAML value under the kind, as written; ``fields`` names the rubric file and field (``fields.path``,
+    ``fields.field``), knows ``fields.base_dir`` (the rubric's folder) and ``fields.import_root``, and
+    validates options with one-line errors (``fields.mapping``, ``fields.integer``, ``fields.string_list``,
+    ``fields.regex``, ... and ``fields.error(key, problem, fix)`` to raise your own). The check it returns
+    has ``kind`` and ``run(artifact: str, context: CheckContext) -> CheckResult``, and is frozen: one check
+    runs on many threads at once. A name that is already a kind (built-in or another plugin's) is refused
+    when the rubrics are collected::
+
+        from dataclasses import dataclass
+
+        from harness.checks import CheckResult
+
+
+        @dataclass(frozen=True)
+        class MaxWords:
+            limit: int
+            kind = "max_words"
+
+            def run(self, artifact, context):
+                words = len(artifact.split())
+                return CheckResult(1.0 if words <= self.limit else 0.0, f"{words} words (max {self.limit})")
+
+
+        def parse_max_words(options, fields):
+            return MaxWords(fields.integer(options, None, minimum=1))
+
+
+        def pytest_harness_check_kinds():
+            return {"max_words": parse_max_words}  # rubric: check: {max_words: 400}
+    """
+
+
+def pytest_harness_providers() -> Mapping[str, Any]:
+    """Return model providers this plugin adds: ``{name: factory}``, used for models named ``name/...``.
+
+    A factory is called as ``factory(settings, policy, *, api_key=None, base_url=None)`` (``settings`` a
+    :class:`harness.models.ModelSettings`, ``policy`` the session's :class:`harness.llm.CallPolicy`) and returns a
+    :class:`harness.llm.providers.Provider`, whose ``send(request, *, batch=False)`` turns a neutral
+    :class:`harness.llm.ModelRequest` into a :class:`harness.llm.ModelReply`. Wrap each HTTP attempt in
+    ``policy.http_attempt(...)`` so the session's concurrency bound and rate limits hold; the response cache,
+    prices and the cost cap are applied around ``send`` for you. A name already taken is refused::
+
+        from harness.llm import ModelReply, Usage
+        from harness.llm.providers import Provider
+
+
+        class Echo(Provider):
+            name = "echo"
+
+            def send(self, request, *, batch=False):
+                text = request.messages[-1].text
+                return ModelReply(text=text, tool_calls=(), usage=Usage(), model=f"echo/{request.model}",
+                                  stop_reason="end_turn")
+
+
+        def pytest_harness_providers():
+            return {"echo": Echo}  # agents.yaml: judge: {model: echo/any}
+
+    Installed packages may instead declare an entry point in the ``harness.providers`` group.
+    """
+
+
+def pytest_harness_event_sinks(config: pytest.Config) -> list[Callable[[Event], None]]:
+    """Return callables that receive every event of the run (``harness.events``): items started and finished,
+    artifacts, judgements, attempts recorded, model calls. Called once per session (and per xdist worker);
+    sinks run on the emitting thread, so they must be quick and thread-safe::
+
+        from harness.events import ItemFinished
+
+        def pytest_harness_event_sinks(config):
+            def log(event):
+                if isinstance(event, ItemFinished):
+                    print(event.nodeid, event.outcome, event.final_score)
+            return [log]
     """

@@ -15,15 +15,15 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema
-
+from harness import jsonschemas
 from harness.checks import CheckContext
 from harness.clock import utc_now
 from harness.errors import ModelUnavailable, ValidationFailed
 from harness.items import count_items
-from harness.llm import ModelClient, Usage
+from harness.llm import ModelClient
 from harness.models import DimensionScore, EvaluatorOutput, PromptFile, Rubric
 from harness.runners import Runner, RunnerOutput
+from harness.usage import Spend
 
 SCORE_DECIMALS = 6
 # An answer's text fields are kept in eval.json and in SQLite; a judge that writes more is refused (the
@@ -49,14 +49,16 @@ class Evaluation:
     dimensions: dict[str, DimensionVerdict]
     feedback: str
     suggested_fixes: list[str]
-    usage: Usage = Usage()
-    cost_usd: float = 0.0
-    model: str | None = None
+    spend: Spend = field(default_factory=Spend)  # the judge's calls, per model
     indeterminate_reason: str | None = None
     judge_reported_score: float | None = None
     samples: list[float] = field(default_factory=list)
     items_evaluated: int = 1  # the artifact's items (a rubric's ``items:``), else the artifact itself
-    cached: int = 0  # judge answers replayed from the response cache
+
+    @property
+    def model(self) -> str | None:
+        """The judge's model (the one that answered most, should several have)."""
+        return self.spend.model
 
     @property
     def bounds(self) -> tuple[float, float]:
@@ -202,75 +204,9 @@ def _judge_schema(dimension_ids: tuple[str, ...], binary: frozenset[str]) -> dic
     }
 
 
-@functools.lru_cache(maxsize=256)
-def _validator(schema_json: str) -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(json.loads(schema_json))
-
-
 def validation_errors(data: Any, schema: dict[str, Any]) -> list[str]:
-    """Every way ``data`` breaks ``schema``, one line each: ``dimensionScores.accuracy.score: 1.7 is above
-    the maximum 1``. Wrong values (type, range, choice, length) come before missing and unexpected fields,
-    so a message that shows the first few shows those."""
-    validator = _validator(json.dumps(schema, sort_keys=True))
-    errors = sorted(validator.iter_errors(data), key=lambda e: (e.validator in ("required", "additionalProperties"),
-                                                                  [str(p) for p in e.absolute_path]))
-    return [_error_line(e) for e in errors]
-
-
-def _error_line(error: jsonschema.ValidationError) -> str:
-    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
-    value, expected, kind = error.instance, error.validator_value, error.validator
-    shown = _shown(value)
-    if kind == "required":
-        missing = error.message.rsplit(" is a required property", 1)[0].strip("'\"")
-        return f"{where + '.' if where else ''}{missing}: missing"
-    if kind == "additionalProperties" and isinstance(value, dict):
-        allowed = set((error.schema.get("properties") or {}))
-        extra = sorted(str(k) for k in value if k not in allowed)
-        return f"{where + '.' if where else ''}{', '.join(extra)}: not expected (allowed: {', '.join(sorted(allowed))})"
-    where = where or "(root)"
-    if kind == "type":
-        wanted = " or ".join(_TYPE_WORDS.get(t, t) for t in ([expected] if isinstance(expected, str) else expected))
-        return f"{where}: {shown} is {_TYPE_WORDS.get(_json_type(value), _json_type(value))}, not {wanted}"
-    if kind in ("maximum", "exclusiveMaximum"):
-        return f"{where}: {shown} is above the maximum {expected}" + (" (exclusive)" if kind[0] == "e" else "")
-    if kind in ("minimum", "exclusiveMinimum"):
-        return f"{where}: {shown} is below the minimum {expected}" + (" (exclusive)" if kind[0] == "e" else "")
-    if kind == "enum":
-        return f"{where}: {shown} is not one of {', '.join(_shown(v) for v in expected)}"
-    if kind == "maxLength" and isinstance(value, str):
-        return f"{where}: {len(value):,} characters, more than the maximum {expected:,}"
-    if kind == "minLength" and isinstance(value, str):
-        return f"{where}: " + ("empty" if not value else f"{len(value)} characters, fewer than the minimum {expected}")
-    return f"{where}: {' '.join(error.message.split())[:300]}"
-
-
-def _answer_errors(raw: str | None, schema: dict[str, Any]) -> list[str]:
-    """:func:`validation_errors` of a raw JSON answer; none when it is not JSON (the caller's own then)."""
-    try:
-        data = json.loads(raw or "")
-    except (ValueError, RecursionError):
-        return []
-    return validation_errors(data, schema) if isinstance(data, dict) else []
-
-
-_TYPE_WORDS = {"number": "a number", "integer": "a whole number", "string": "text", "boolean": "true or false",
-               "object": "an object", "array": "a list", "null": "null"}
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    return {str: "string", dict: "object", list: "array"}.get(type(value), type(value).__name__)
-
-
-def _shown(value: Any, limit: int = 60) -> str:
-    text = " ".join(repr(value).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    """Every way ``data`` breaks ``schema``, one readable line each (the one JSON Schema helper's words)."""
+    return jsonschemas.errors(data, schema)
 
 
 def render_rubric(rubric: Rubric, dimension_ids: list[str]) -> str:
@@ -327,15 +263,13 @@ class LlmJudge:
                                            cached_system_prefix=self.stable_prefix(rubric, dims),
                                            **({"cache_extra": {"sample": sample}} if sample is not None else {}))
         if not result.success:
-            errors = _answer_errors(result.raw_response, request["schema"]) or result.validation_errors
+            errors = result.validation_errors
             raise ValidationFailed(
                 f"validation_failed: the judge's answer did not match EvaluatorOutput after {result.attempts} "
                 f"attempts: {'; '.join(errors[:3])} (fix: check that the evaluator prompt asks for the listed "
                 "dimensions, each scored 0 to 1 with a reason; raise judge.max_tokens if answers are cut off)",
-                errors, result.raw_response, usage=result.usage, cost_usd=result.cost_usd,
-                model=self.client.settings.model)
-        return RunnerOutput(data=result.data, usage=result.usage, model=self.client.settings.model,
-                            cost_usd=result.cost_usd, cached=result.cache_hits)
+                errors, result.raw_response, spend=result.spend)
+        return RunnerOutput(data=result.data, spend=result.spend)
 
 
 def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckContext,
@@ -361,7 +295,7 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
         judged = []
     feedback_parts: list[str] = []
     judge_fixes: list[str] = []
-    usage, model, why_unknown, reported, cost, cached = Usage(), None, None, None, 0.0, 0
+    spend, why_unknown, reported = Spend(), None, None
     sample_overalls: list[float] = []
     if judged:
         try:
@@ -374,10 +308,7 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
                 verdicts[dim.id] = DimensionVerdict(None, dim.weight, why_unknown or "not scored", "none")
         else:
             for answer in answers:
-                usage = usage + answer.usage
-                cost += answer.cost_usd
-                cached += answer.cached
-                model = answer.model or model
+                spend.merge(answer.spend)
             first = answers[0].data or {}
             reported = first.get("overallScore")
             feedback_parts.append(str(first.get("feedback", "")).strip())
@@ -398,10 +329,9 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
     ordered = {d.id: verdicts[d.id] for d in rubric.dimensions}
     fixes = _unique([f for v in ordered.values() for f in v.fixes] + judge_fixes)
     evaluation = Evaluation(rubric=rubric, threshold=threshold, dimensions=ordered, feedback="",
-                            suggested_fixes=fixes, usage=usage, cost_usd=cost, model=model,
-                            indeterminate_reason=why_unknown,
+                            suggested_fixes=fixes, spend=spend, indeterminate_reason=why_unknown,
                             judge_reported_score=reported, samples=sample_overalls,
-                            items_evaluated=count_items(artifact, rubric.items), cached=cached)
+                            items_evaluated=count_items(artifact, rubric.items))
     summary = _summary(evaluation)
     feedback = " ".join(p for p in [summary, *feedback_parts] if p)
     return Evaluation(**{**evaluation.__dict__, "feedback": feedback})

@@ -3,29 +3,31 @@
 from __future__ import annotations
 
 import datetime as dt
-import difflib
 import json
 import math
 import re
 import shlex
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
-from harness.checks import parse_check
-from harness.errors import HarnessConfigError, HarnessConfigWarning
-from harness.llm import ModelSettings
+from harness.checks import CheckParser, parse_check
+from harness.errors import HarnessConfigError, HarnessConfigWarning, did_you_mean
+from harness.llm.providers import model_problem
 from harness.models import (
     DEFAULT_THRESHOLD,
+    STRUCTURED_OUTPUT,
     AgentConfig,
     Case,
     Dimension,
     Examples,
     ItemsSpec,
     LoopPolicy,
+    ModelSettings,
     PromptFile,
     Rubric,
     RunnerSpec,
@@ -118,12 +120,6 @@ def _check_range(section: Section, field: str, value: float, low: float | None, 
                             f"use a value between {low:g} and {high:g}")
 
 
-def did_you_mean(key: Any, known: Iterable[str]) -> str:
-    """`` (did you mean 'producer'?)`` for a near miss of a known name, else nothing."""
-    close = difflib.get_close_matches(str(key), list(known), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def _short(value: Any, limit: int = 60) -> str:
     text = " ".join(repr(value).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -145,12 +141,14 @@ def _check_id(section: Section, field: str, value: Any, what: str) -> str:
 # --- rubrics -----------------------------------------------------------------------------------
 
 
-def load_rubric(path: Path, *, import_root: Path, examples: bool = True) -> Rubric:
+def load_rubric(path: Path, *, import_root: Path, examples: bool = True,
+                check_kinds: Mapping[str, CheckParser] | None = None) -> Rubric:
     """Load either rubric format: seed 000's dimensions or seed 003's criteria.
 
     ``examples=False`` leaves the example library unresolved (its globs kept as written, its inputs
-    unread): a version diff compares rubrics and needs no example files."""
-    return _rubric_from_raw(load_yaml(path), path, import_root, examples)
+    unread): a version diff compares rubrics and needs no example files. ``check_kinds``: the check kinds
+    in effect (``harness.checks.with_plugin_kinds``), by default the built-ins."""
+    return _rubric_from_raw(load_yaml(path), path, import_root, examples, check_kinds)
 
 
 def load_rubric_text(text: str, path: Path, *, import_root: Path, examples: bool = True) -> Rubric:
@@ -158,10 +156,11 @@ def load_rubric_text(text: str, path: Path, *, import_root: Path, examples: bool
     return _rubric_from_raw(parse_yaml(text, path), path, import_root, examples)
 
 
-def _rubric_from_raw(raw: Any, path: Path, import_root: Path, examples: bool = True) -> Rubric:
+def _rubric_from_raw(raw: Any, path: Path, import_root: Path, examples: bool = True,
+                     check_kinds: Mapping[str, CheckParser] | None = None) -> Rubric:
     if isinstance(raw, Mapping) and "criteria" in raw:
-        return _load_review_rubric(raw, path, import_root, examples)
-    return _load_dimension_rubric(raw, path, import_root, examples)
+        return _load_review_rubric(raw, path, import_root, examples, check_kinds)
+    return _load_dimension_rubric(raw, path, import_root, examples, check_kinds)
 
 
 def _version(section: Section, key: str) -> str:
@@ -174,7 +173,8 @@ def _version(section: Section, key: str) -> str:
     return version
 
 
-def _load_dimension_rubric(raw: Any, path: Path, import_root: Path, examples: bool = True) -> Rubric:
+def _load_dimension_rubric(raw: Any, path: Path, import_root: Path, examples: bool = True,
+                           check_kinds: Mapping[str, CheckParser] | None = None) -> Rubric:
     top = Section(raw, path, "", known=("metadata", "threshold", "dimensions", "examples", "items"),
                   required=("metadata", "threshold", "dimensions"))
     meta = top.section("metadata", known=("name", "version", "agent", "updated", "description"),
@@ -194,7 +194,7 @@ def _load_dimension_rubric(raw: Any, path: Path, import_root: Path, examples: bo
         check = None
         if "check" in dim:
             check = parse_check(dim.raw["check"], path=path, field=dim.sub("check"),
-                                base_dir=path.parent, import_root=import_root)
+                                base_dir=path.parent, import_root=import_root, kinds=check_kinds)
         dimensions.append(Dimension(id=dim_id, weight=weight, description=dim.text("description"),
                                     name=dim.text("name"), scoring=scoring, check=check))
     _check_weights_sum(top, "dimensions", dimensions)
@@ -233,7 +233,8 @@ def _check_weights_sum(section: Section, field: str, dimensions: list[Dimension]
                             "adjust the weights so they add up to exactly 1.0")
 
 
-def _load_review_rubric(raw: Any, path: Path, import_root: Path, examples: bool = True) -> Rubric:
+def _load_review_rubric(raw: Any, path: Path, import_root: Path, examples: bool = True,
+                        check_kinds: Mapping[str, CheckParser] | None = None) -> Rubric:
     top = Section(raw, path, "", known=("rubric_id", "version", "description", "scoring_mode", "pass_threshold",
                                          "criteria", "output_schema", "examples", "agent", "items"),
                   required=("rubric_id", "version", "scoring_mode", "criteria"))
@@ -265,7 +266,7 @@ def _load_review_rubric(raw: Any, path: Path, import_root: Path, examples: bool 
         check = None
         if "check" in crit:
             check = parse_check(crit.raw["check"], path=path, field=crit.sub("check"),
-                                base_dir=path.parent, import_root=import_root)
+                                base_dir=path.parent, import_root=import_root, kinds=check_kinds)
         parsed.append((crit_id, weight, crit, check))
     total = sum(weight for _, weight, _, _ in parsed)
     dimensions = tuple(
@@ -501,7 +502,8 @@ _POLICY_KEYS = ("threshold", "max_attempts", "escalate_on_fail", "margin_require
                 "escalate_conditions")
 _DEFAULT_KEYS = ("pass_threshold", "max_attempts", "escalate_on_fail", "borderline_margin", "escalate_conditions",
                  "escalation_fails_gate")
-_JUDGE_KEYS = ("model", "temperature", "max_tokens", "timeout_s", "max_retries")
+_MODEL_KEYS = ("model", "temperature", "max_tokens", "timeout_s", "max_retries", "base_url", "api_key_env",
+               "structured_output")
 THRESHOLDS_FILE = "thresholds.yaml"
 
 
@@ -512,7 +514,7 @@ def load_suite(path: Path, *, rubrics_dir: Path, runner_kinds: Iterable[str]) ->
     and per-agent values fill what agents.yaml leaves unset; a value both files set must agree.
     """
     raw = load_yaml(path)
-    top = Section(raw, path, "", known=("defaults", "judge", "agents"), required=("agents",))
+    top = Section(raw, path, "", known=("defaults", "judge", "model", "agents"), required=("agents",))
     agents_raw = top.raw["agents"]
     if not isinstance(agents_raw, Mapping) or not agents_raw:
         raise top.error("agents", "expected a mapping of agent names", "add at least one agent")
@@ -534,7 +536,8 @@ def load_suite(path: Path, *, rubrics_dir: Path, runner_kinds: Iterable[str]) ->
         escalate_conditions=defaults.text_list("escalate_conditions", single=False),
         escalation_fails_gate=defaults.boolean("escalation_fails_gate", True),
     )
-    judge = _judge_settings(top.section("judge", known=_JUDGE_KEYS), ModelSettings())
+    judge = _model_settings(top.section("judge", known=_MODEL_KEYS), ModelSettings())
+    production = _model_settings(top.section("model", known=_MODEL_KEYS), ModelSettings())
     kinds = tuple(runner_kinds)
     agents = {}
     for name, agent_raw in agents_raw.items():
@@ -542,7 +545,7 @@ def load_suite(path: Path, *, rubrics_dir: Path, runner_kinds: Iterable[str]) ->
         overrides = (thresholds.get("agents") or {}).get(name) or {}
         if overrides and isinstance(agent_raw, Mapping):
             agent_raw = _merged(agent_raw, overrides, path, path.parent / THRESHOLDS_FILE, f"agents.{name}")
-        agents[name] = _load_agent(name, agent_raw, path, base_policy, judge, rubrics_dir, kinds)
+        agents[name] = _load_agent(name, agent_raw, path, base_policy, judge, production, rubrics_dir, kinds)
     return SuiteConfig(path=path, agents=agents)
 
 
@@ -584,25 +587,46 @@ def _merged(own: Mapping[str, Any], extra: Mapping[str, Any], own_path: Path, ex
     return merged
 
 
-def _judge_settings(section: Section, base: ModelSettings) -> ModelSettings:
-    model = section.text("model", base.model)
-    if not model or not model.strip() or model != model.strip():
-        raise section.error(section.sub("model"), f"{model!r} is not a model name",
-                            f"write a model such as {base.model}, or remove the line for the default")
+def _model_settings(section: Section, base: ModelSettings) -> ModelSettings:
+    """A ``judge:`` or ``model:`` section over ``base`` (the level above it, else the defaults)."""
     values = dict(
-        model=model,
-        temperature=section.number("temperature", base.temperature, low=0.0, high=1.0),
+        model=_model_name(section, "model", base.model),
+        temperature=section.number("temperature", base.temperature, low=0.0, high=2.0),
         max_tokens=section.integer("max_tokens", base.max_tokens),
         timeout_s=section.number("timeout_s", base.timeout_s, low=0.001, high=3600.0),
         max_retries=section.integer("max_retries", base.max_retries, low=0),
+        base_url=section.text("base_url", base.base_url),
+        api_key_env=section.text("api_key_env", base.api_key_env),
+        structured_output=section.text("structured_output", base.structured_output),
     )
+    if values["structured_output"] not in STRUCTURED_OUTPUT:
+        raise section.error(section.sub("structured_output"), f"{values['structured_output']!r} is not a way to "
+                            "ask for JSON", f"use one of: {', '.join(STRUCTURED_OUTPUT)}")
+    key_env = values["api_key_env"]
+    if key_env is not None and not _ENV_NAME.match(key_env):
+        raise section.error(section.sub("api_key_env"), "is the NAME of the variable that holds the key, not a key",
+                            "write e.g. `api_key_env: VLLM_API_KEY` and set that variable; never write a key in "
+                            "a file")
     return ModelSettings(**values)
 
 
+def _model_name(section: Section, key: str, default: str) -> str:
+    """A model name (``provider/name``) whose provider is known; the field is named when it is not."""
+    model = section.text(key, default)
+    if not model or not model.strip() or model != model.strip():
+        raise section.error(section.sub(key), f"{model!r} is not a model name",
+                            f"write a model such as {default}, or remove the line for the default")
+    problem = model_problem(ModelSettings(model=model))
+    if problem:
+        raise section.error(section.sub(key), problem)
+    return model
+
+
 def _load_agent(name: str, raw: Any, path: Path, base_policy: LoopPolicy, judge: ModelSettings,
-                rubrics_dir: Path, kinds: tuple[str, ...]) -> AgentConfig:
+                production: ModelSettings, rubrics_dir: Path, kinds: tuple[str, ...]) -> AgentConfig:
     agent = Section(raw, path, f"agents.{name}",
-                    known=("rubric", "rubric_version", "producer", "evaluator", "reviser", "judge", "description")
+                    known=("rubric", "rubric_version", "producer", "evaluator", "reviser", "judge", "model",
+                           "description")
                     + _POLICY_KEYS, required=("rubric", "producer"))
     policy = base_policy.model_copy(update=dict(
         threshold=agent.number("threshold", None, low=0.0, high=1.0),
@@ -615,13 +639,21 @@ def _load_agent(name: str, raw: Any, path: Path, base_policy: LoopPolicy, judge:
     specs = {role: _runner_spec(agent, role, path, kinds) for role in ("producer", "evaluator", "reviser")
              if role in agent}
     prompts = {}
+    agent_judge = _model_settings(agent.section("judge", known=_MODEL_KEYS), judge)
+    agent_model = _model_settings(agent.section("model", known=_MODEL_KEYS), production)
+    models = {}
     for role, spec in specs.items():
         if spec.kind == "prompt":
             prompts[role] = load_prompt(spec.base_dir / spec.target, source=f"{path}: {agent.sub(role)}")
+            base = agent_judge if role == "evaluator" else agent_model
+            models[role] = base
+            if "model" in spec.options:  # `producer: {prompt: x.md, model: openai/gpt-4.1-mini}`
+                own = Section(spec.options, path, spec.field, known=("model",))
+                models[role] = replace(base, model=_model_name(own, "model", base.model))
     return AgentConfig(
         name=name, rubric_path=_rubric_path(agent, path, rubrics_dir), producer=specs["producer"],
         evaluator=specs.get("evaluator"), reviser=specs.get("reviser"), policy=policy,
-        judge=_judge_settings(agent.section("judge", known=_JUDGE_KEYS), judge), prompts=prompts,
+        judge=models.get("evaluator", agent_judge), models=models, prompts=prompts,
     )
 
 

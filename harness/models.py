@@ -7,12 +7,11 @@ The record models (``RunRecord``, ``EvaluatorOutput``) follow seed 000 sections 
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-
-from harness.llm import ModelSettings
 
 DEFAULT_THRESHOLD = 0.85  # seed 000 section 7: pass_threshold when no file sets one
 # interrupted: the session ended (a kill, a crash) mid-attempt; the next session records it (records.reconcile)
@@ -23,6 +22,62 @@ Role = Literal["producer", "evaluator", "reviser"]
 
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+
+# --- models (the LLMs) -------------------------------------------------------------------------
+
+DEFAULT_PROVIDER = "anthropic"
+STRUCTURED_OUTPUT = ("tools", "json_schema")
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """How to call one model: ``model`` is ``provider/name`` (``openai/gpt-4.1-mini``, ``mock/echo``), a bare
+    name meaning ``anthropic``. ``max_retries`` is the SDK's own retry budget per request.
+
+    ``base_url`` and ``api_key_env`` (the NAME of the variable holding the key: a key is never written in a
+    file) override the provider's defaults, e.g. a vLLM server. ``structured_output`` is how a JSON answer is
+    asked for: a forced tool call (``tools``), or the server's JSON Schema response format (``json_schema``)
+    for servers without tool calling.
+
+    ``temperature`` is recorded, and sent where the provider accepts it: Anthropic's API version 2026-10-21,
+    which anthropic SDK 2.x sends, rejects ``temperature``/``top_p``/``top_k`` with a 400 on every model.
+    """
+
+    model: str = "claude-sonnet-4-6"
+    temperature: float = 0.0
+    max_tokens: int = 4096
+    timeout_s: float = 120.0
+    max_retries: int = 2
+    base_url: str | None = None
+    api_key_env: str | None = None
+    structured_output: str = "tools"
+
+    @property
+    def provider(self) -> str:
+        """The provider part of ``model`` (``anthropic`` for a bare name)."""
+        return split_model(self.model)[0]
+
+    @property
+    def name(self) -> str:
+        """The model as its provider knows it (``gpt-4.1-mini``)."""
+        return split_model(self.model)[1]
+
+    @property
+    def qualified(self) -> str:
+        """How records and prices name the model: the bare name for Anthropic (as before providers existed),
+        ``provider/name`` for every other provider."""
+        return qualified_model(*split_model(self.model))
+
+
+def split_model(model: str) -> tuple[str, str]:
+    """``("openai", "gpt-4.1-mini")`` from ``openai/gpt-4.1-mini``; a bare name is Anthropic's."""
+    provider, sep, name = model.partition("/")
+    return (provider, name) if sep and provider and name else (DEFAULT_PROVIDER, model)
+
+
+def qualified_model(provider: str, name: str) -> str:
+    return name if provider == DEFAULT_PROVIDER else f"{provider}/{name}"
 
 
 # --- rubrics -----------------------------------------------------------------------------------
@@ -144,6 +199,8 @@ class AgentConfig(Frozen):
     reviser: RunnerSpec | None = None
     policy: LoopPolicy
     judge: ModelSettings
+    # role -> the model of each prompt role: the judge's for the evaluator, `model:` (production) for the others
+    models: dict[str, ModelSettings] = Field(default_factory=dict)
     prompts: dict[str, PromptFile] = Field(default_factory=dict)  # role -> validated prompt file
 
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import CancelledError
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness.checks import CheckContext
+from harness.checks import CheckContext, CheckParser, with_plugin_kinds
 from harness.engine import CasePlan, LoopResult, run_loop
 from harness.errors import ExitCode, HarnessConfigError, HarnessError
 from harness.judges import evaluate
@@ -41,7 +41,16 @@ class CalibrationFailed(Exception):
 
 
 def load_rubric_once(hs: HarnessSession, path: Path) -> Rubric:
-    return hs.cached("rubric", path, lambda: load_rubric(path, import_root=hs.import_root))
+    return hs.cached("rubric", path, lambda: load_rubric(path, import_root=hs.import_root,
+                                                         check_kinds=check_kinds(hs.config)))
+
+
+def check_kinds(config: pytest.Config) -> Mapping[str, CheckParser]:
+    """The built-in check kinds plus those plugins add (``pytest_harness_check_kinds``). Each plugin's hook is
+    called on its own, so that a kind shadowing another is refused naming the plugin (a conftest by its file)."""
+    impls = config.hook.pytest_harness_check_kinds.get_hookimpls()
+    return with_plugin_kinds((getattr(impl.plugin, "__file__", None) or impl.plugin_name, impl.function())
+                             for impl in impls if not (impl.hookwrapper or impl.wrapper))
 
 
 def runner_kinds(config: pytest.Config) -> list[str]:
@@ -231,19 +240,12 @@ class CaseItem(HarnessItem):
         return CasePlan(nodeid=self.nodeid, case=self.case, agent=self.agent, rubric=self.rubric,
                         threshold=self.threshold, producer=self.runners["producer"],
                         reviser=self.runners.get("reviser"), judge=self.runners.get("evaluator"), location=location,
-                        judge_samples=hs.judge_samples, stop=hs.stop)
+                        judge_samples=hs.judge_samples, stop=hs.stop, events=hs.events)
 
     def run_case(self) -> LoopResult:
         """Run this case's loop; may run on a worker thread (see harness.scheduler)."""
         hs = harness_session(self.config)
-        hook = self.config.hook.pytest_harness_attempt_finished
-
-        def on_attempt(record, details) -> None:
-            hs.add_cost(details.cost_usd)
-            if hook.get_hookimpls():  # the record's JSON is built only for a plugin that asks for it
-                hook(record=record.model_dump(mode="json"), details=dict(details.__dict__))
-
-        return run_loop(self.plan(hs), hs.store, on_attempt=on_attempt)
+        return run_loop(self.plan(hs), hs.store)
 
     def runtest(self) -> None:
         hs = harness_session(self.config)
@@ -273,7 +275,8 @@ class CaseItem(HarnessItem):
         raise CaseFailed(self, result)
 
     def _record_properties(self, hs: HarnessSession, result: LoopResult) -> None:
-        usage = result.usage
+        spend = result.spend
+        usage = spend.usage
         evaluation = result.last_evaluation
         dims = {} if evaluation is None else {
             name: {"score": d.score, "weight": round(d.weight, 6), "reason": d.reason}
@@ -286,10 +289,12 @@ class CaseItem(HarnessItem):
             ("harness_input_tokens", usage.input_tokens), ("harness_output_tokens", usage.output_tokens),
             ("harness_cache_write_tokens", usage.cache_write_tokens),
             ("harness_cache_read_tokens", usage.cache_read_tokens),
-            ("harness_cost_usd", round(result.cost_usd, 6)), ("harness_cycle", hs.cycle_id),
+            ("harness_cost_usd", round(spend.known_cost_usd, 6)), ("harness_cycle", hs.cycle_id),
             ("harness_artifact", result.artifact_path), ("harness_dimensions", json.dumps(dims)),
-            ("harness_cached_answers", result.cached_answers),
+            ("harness_cached_answers", spend.cached),
         ])
+        if len(spend.models) > 1 or not spend.cost_known:  # per model: a producer and a judge on two models
+            self.user_properties.append(("harness_models", json.dumps(spend.by_model())))
         if evaluation is not None and evaluation.samples:
             self.user_properties.extend([("harness_samples", json.dumps(evaluation.samples)),
                                          ("harness_unstable", evaluation.unstable)])

@@ -28,7 +28,8 @@ ACTIVE = pytest.StashKey[bool]()
 SESSION_TOKEN = pytest.StashKey[str]()
 SETTINGS = pytest.StashKey[dict]()
 CUT_SHORT_BY_COST_CAP = pytest.StashKey[bool]()  # the exit status became 82 (pytest_sessionfinish)
-PROPERTIES_REDACTED = pytest.StashKey[int]()  # how many of the item's user_properties are redacted already
+PROPERTIES_REDACTED = pytest.StashKey[int]()
+PROVIDERS_ADDED = pytest.StashKey[list]()  # the providers this session's plugins registered  # how many of the item's user_properties are redacted already
 CACHE_MODES = ("auto", "off", "read", "write", "refresh")
 DEFAULT_CONCURRENCY = 16
 _positive = whole_number(1)
@@ -72,6 +73,10 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
                          "slower); default: ini harness_batch, else off")
     add_option(group, "--harness-max-cost", dest="harness_max_cost", metavar="USD", default=None, type=dollars,
                     help="stop starting new work once the run has cost this much (default: no cap)")
+    add_option(group, "--harness-judge-model", dest="harness_judge_model", metavar="MODEL", default=None,
+                    type=_model_name,
+                    help="judge with MODEL (provider/name, e.g. openai/gpt-4.1-mini or mock/echo) instead of the "
+                         "judge models agents.yaml names (default: ini harness_judge_model, else as written)")
     add_option(group, "--harness-judge-samples", dest="harness_judge_samples", metavar="K", default=None,
                     type=_positive,
                     help="score each artifact K times and use the mean; unstable verdicts are listed (default 1)")
@@ -86,6 +91,8 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     parser.addini("harness_batch", "use the Message Batches API (default: false)", type="bool", default=False)
     parser.addini("harness_max_cost", "cost cap in USD for a run (default: none)", default="")
     parser.addini("harness_judge_samples", "judge samples per artifact (default: 1)", default="1")
+    parser.addini("harness_judge_model", "judge every agent with this model (default: as agents.yaml says)",
+                  default="")
     parser.addini("harness_prices", "YAML/JSON price table overriding the built-in one (default: none)", default="")
     parser.addini("harness_progress_interval", "seconds between progress lines, 0 for none (default: 10)",
                   default="10")
@@ -104,6 +111,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     config.addinivalue_line("markers", "harness_case: an agent case run by pytest-rubric")
     config.stash[SETTINGS] = _settings(config)  # a bad option or ini value is a usage error here
+    _register_providers(config)
     rubric = config.getoption("harness_rubric")
     if rubric is not None:
         known = known_rubrics(_rubrics_dir(config))
@@ -197,6 +205,7 @@ def _settings(config: pytest.Config) -> dict:
         indeterminate=_setting(config, "harness_indeterminate", _indeterminate),
         concurrency=_setting(config, "harness_concurrency", _positive) or DEFAULT_CONCURRENCY,
         judge_samples=_setting(config, "harness_judge_samples", _positive) or 1,
+        judge_model=_setting(config, "harness_judge_model", _model_name) or None,
         max_cost_usd=_setting(config, "harness_max_cost", dollars),
         cache_mode=_setting(config, "harness_cache", choice(*CACHE_MODES)) or "auto",
         batch=bool(_setting(config, "harness_batch", bool)),
@@ -219,6 +228,56 @@ def _activate(config: pytest.Config) -> HarnessSession:
         # restores between in-process sessions.
         config.pluginmanager.register(importlib.import_module("harness.runners"), "harness-builtin-runners")
     return config.stash[SESSION_KEY]
+
+
+def _check_cost_cap_can_hold(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """--harness-max-cost with a model that has no price cannot hold: a usage error before anything runs."""
+    from harness.nodes import CaseItem
+    from harness.session import harness_session
+
+    hs = harness_session(config)
+    if hs.max_cost_usd is None:
+        return
+    models = {hs.model_for(item.agent, role).qualified: item.agent.name
+              for item in items if isinstance(item, CaseItem) for role in item.agent.models}
+    for model, agent in sorted(models.items()):
+        if not hs.policy.has_price(model):
+            from harness.llm import missing_price_line
+
+            raise pytest.UsageError(f"--harness-max-cost cannot hold: agent {agent} calls {missing_price_line(model)}")
+
+
+def _register_providers(config: pytest.Config) -> None:
+    """The providers plugins add (``pytest_harness_providers``), registered for this session only; then the
+    ``--harness-judge-model`` option's provider can be checked."""
+    added: list[str] = []
+    for provided in config.hook.pytest_harness_providers():
+        from harness.llm.providers import register_provider
+
+        for name, factory in (provided or {}).items():
+            try:
+                register_provider(name, factory)
+            except ValueError as exc:
+                raise pytest.UsageError(f"pytest_harness_providers: {exc}") from None
+            added.append(name)
+    config.stash[PROVIDERS_ADDED] = added
+    judge_model = config.stash[SETTINGS]["judge_model"]
+    if judge_model:
+        from harness.llm.providers import model_problem
+        from harness.models import ModelSettings
+
+        problem = model_problem(ModelSettings(model=judge_model))
+        if problem:
+            raise pytest.UsageError(f"--harness-judge-model {judge_model}: {problem}")
+
+
+def _model_name(text: str) -> str:
+    """An option's model name, ``provider/name`` (argparse type); its provider is checked once plugins have
+    registered theirs (``_register_providers``)."""
+    if not text.strip() or text != text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a model name (fix: write provider/name, e.g. "
+                                         "openai/gpt-4.1-mini)")
+    return text
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -251,6 +310,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if isinstance(item, CaseItem):
             counts[item.agent.name] = counts.get(item.agent.name, 0) + 1
     config.stash[CASE_COUNTS] = counts
+    _check_cost_cap_can_hold(config, items)
     wanted = config.getoption("harness_rubric")
     if wanted is None:
         return
@@ -375,7 +435,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         if hint:
             terminalreporter.write_line(hint, yellow=True)
         return
-    from harness.report_text import not_run_by_cost_cap, properties_of, verdict_word, summary_lines, tally
+    from harness.report_text import (not_run_by_cost_cap, properties_of, summary_lines, tally, unpriced_models,
+                                     verdict_word)
 
     reports = [r for key in ("passed", "failed", "skipped", "xfailed", "xpassed", "error")
                for r in terminalreporter.stats.get(key, []) if getattr(r, "when", "call") == "call"]
@@ -391,6 +452,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         terminalreporter.write_line(note, yellow=True)  # what this session finished of a killed one's records
     for line in summary_lines(tallies):
         terminalreporter.write_line(line)
+    for model in unpriced_models(properties_of(r) for r in reports):  # the cost column leaves them out
+        from harness.llm.prices import missing_price_line
+
+        terminalreporter.write_line(missing_price_line(model), yellow=True)
     if config.stash.get(ACTIVE, False):
         from harness.session import harness_session
 
@@ -410,3 +475,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         from harness.session import harness_session
 
         harness_session(config).close()
+    if config.stash.get(PROVIDERS_ADDED, []):
+        from harness.llm.providers import unregister_provider
+
+        for name in config.stash[PROVIDERS_ADDED]:
+            unregister_provider(name)

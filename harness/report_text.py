@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -197,3 +197,15 @@ def verdict_word(report: Any) -> str:
     if hasattr(report, "wasxfail"):
         return "xpassed" if report.passed else "xfailed"
     return report.outcome
+
+
+def unpriced_models(properties: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The models whose cost is unknown (no price), from the items' ``harness_models`` properties."""
+    found: set[str] = set()
+    for props in properties:
+        try:
+            per_model = json.loads(props.get("harness_models") or "{}")
+        except (TypeError, ValueError):
+            continue
+        found |= {model for model, spent in per_model.items() if spent.get("cost_usd") is None}
+    return sorted(found)

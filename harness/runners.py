@@ -21,7 +21,7 @@ import subprocess
 import sys
 import sysconfig
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,9 +29,10 @@ import pytest
 
 from harness.checks import import_callable
 from harness.errors import AgentRunError, ExitCode
-from harness.llm import ModelClient, Usage
+from harness.llm import Message, ModelClient
 from harness.models import AgentConfig, RunnerSpec
 from harness.redaction import child_environment
+from harness.usage import Spend
 
 BUILTIN_KINDS = ("prompt", "python", "command")
 DEFAULT_COMMAND_TIMEOUT_S = 300.0
@@ -42,10 +43,8 @@ class RunnerOutput:
     text: str = ""
     flags: tuple[str, ...] = ()
     data: dict[str, Any] | None = None  # an evaluator's EvaluatorOutput
-    usage: Usage = Usage()
-    model: str | None = None
-    cost_usd: float = 0.0  # what the model calls behind this output cost (0 for cache hits)
-    cached: int = 0  # answers behind this output that the response cache replayed (their tokens are not counted)
+    # the model calls behind this output, per model (answers the response cache replayed count no tokens, $0)
+    spend: Spend = field(default_factory=Spend)
 
 
 class Runner(Protocol):
@@ -179,10 +178,8 @@ class PromptRunner:
         message = f"{ask}\n\n```json\n{json.dumps(body, indent=2, default=str)}\n```"
         # batch=False: --harness-batch sends the judges' requests as batches; producers and revisers
         # answer directly, since the loop cannot go on without them.
-        reply = self.client.complete(system=self.prompt.text, messages=[{"role": "user", "content": message}],
-                                     batch=False)
-        return RunnerOutput(text=reply.text, usage=Usage() if reply.cached else reply.usage, model=reply.model,
-                            cost_usd=reply.cost_usd, cached=int(reply.cached))
+        reply = self.client.complete(system=self.prompt.text, messages=[Message.user(message)], batch=False)
+        return RunnerOutput(text=reply.text, spend=reply.spend)
 
 
 # --- the built-in kinds, as a plugin of our own hooks --------------------------------------------
@@ -199,7 +196,7 @@ def pytest_harness_make_runner(spec: RunnerSpec, role: str, agent: AgentConfig,
     if spec.kind == "command":
         return CommandRunner(spec, role, session.import_root)
     if spec.kind == "prompt":
-        client = session.model_client(agent.judge)
+        client = session.model_client(session.model_for(agent, role))
         if not config.option.collectonly:
             client.preload()
         if role == "evaluator":

@@ -5,6 +5,7 @@ Everything is created lazily, so a pytest session that collects none of our file
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass, field
@@ -14,7 +15,9 @@ from typing import Any
 import pytest
 
 from harness.errors import HarnessConfigError
-from harness.llm import CallPolicy, ModelClient, ModelSettings
+from harness.events import AttemptFinished, Event, Events
+from harness.llm import CallPolicy, ModelClient
+from harness.models import AgentConfig, ModelSettings
 from harness.records import RecordStore
 from harness.scheduler import CaseScheduler, StopFlag
 
@@ -38,16 +41,36 @@ class HarnessSession:
     rate_limits: dict[str, int | None] = field(default_factory=dict)
     prices_path: Path | None = None
     input_roots: tuple[Path, ...] = ()  # where case input files may come from (the rootdir, harness_input_dirs)
+    judge_model: str | None = None  # --harness-judge-model: every judge on this model instead
     progress_interval_s: float = 10.0
     spent_usd: float = 0.0
     last_progress: float = field(default_factory=time.monotonic)
     batch_status: str | None = None
+    events: Events = field(default_factory=Events)  # the run's event stream (harness.events)
     _policy: CallPolicy | None = None
     _store: RecordStore | None = None
     _cycle_id: str | None = None
     _clients: dict[ModelSettings, ModelClient] = field(default_factory=dict)
     _cache: dict[tuple[str, Path], Any] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock)
+
+    def __post_init__(self) -> None:
+        """The session's own sinks: the cost account (and cap) and the attempt hook; then plugins' sinks."""
+        self.events.subscribe(self._account)
+        if self.config.hook.pytest_harness_attempt_finished.get_hookimpls():
+            self.events.subscribe(self._attempt_hook)
+        for sinks in self.config.hook.pytest_harness_event_sinks(config=self.config):
+            for sink in sinks or ():
+                self.events.subscribe(sink)
+
+    def _account(self, event: Event) -> None:
+        if isinstance(event, AttemptFinished):
+            self.add_cost(event.details.cost_usd)
+
+    def _attempt_hook(self, event: Event) -> None:
+        if isinstance(event, AttemptFinished):  # the record's JSON is built only for a plugin that asks for it
+            self.config.hook.pytest_harness_attempt_finished(record=event.record.model_dump(mode="json"),
+                                                            details=dict(event.details.__dict__))
 
     @property
     def store(self) -> RecordStore:
@@ -106,6 +129,7 @@ class HarnessSession:
                     output_tokens_per_minute=self.rate_limits.get("otpm"), processes=workers, batch=self.batch,
                     on_batch_progress=self._batch_progress, price_file=self.prices_path,
                     max_cost_usd=self.max_cost_usd)
+                self._policy.events = self.events
             return self._policy
 
     def _batch_progress(self, batch_id: str, counts: dict[str, int]) -> None:
@@ -116,6 +140,13 @@ class HarnessSession:
             self._policy.close()
         if self._store is not None:
             self._store.close()
+
+    def model_for(self, agent: AgentConfig, role: str) -> ModelSettings:
+        """The model a prompt role of ``agent`` runs on (``--harness-judge-model`` overriding the judge's)."""
+        settings = agent.models.get(role, agent.judge)
+        if role == "evaluator" and self.judge_model:
+            settings = dataclasses.replace(settings, model=self.judge_model)
+        return settings
 
     def model_client(self, settings: ModelSettings) -> ModelClient:
         with self._lock:

@@ -312,14 +312,14 @@ def sdk_warmed_up() -> None:
     modules are dropped when the run ends while the SDK keeps references to their exception classes, so a
     later run's timeout would surface as a connection error. Importing them here keeps them for good.
     """
-    from harness.llm import ModelClient, ModelSettings
+    from harness.llm import Message, ModelClient, ModelSettings
     from harness.testing import Reply
 
     with FakeAnthropic() as server:
         server.queue(Reply.text("warm"))
         client = ModelClient(ModelSettings(timeout_s=5, max_retries=0), api_key="sk-ant-test-dummy",
                              base_url=server.base_url)
-        client.complete(system="s", messages=[{"role": "user", "content": "hi"}])
+        client.complete(system="s", messages=[Message.user("hi")])
         client.close()
 
 

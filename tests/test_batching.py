@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from harness.batching import Batcher
-from harness.cache import ResponseCache
+from harness.llm.batching import Batcher
+from harness.llm.cache import ResponseCache
 from harness.errors import ExitCode, ModelCallError
-from harness.llm import CallPolicy, GenerationResult, ModelClient, ModelReply, ModelSettings, price_usd
+from harness.llm import (CallPolicy, GenerationResult, Message, ModelClient, ModelReply, ModelSettings,
+                         price_usd)
 from harness.testing import FakeAnthropic, Reply, judge_responder
 
 FAST = ModelSettings(model="claude-haiku-4-5", max_retries=0, timeout_s=5.0)
@@ -98,7 +99,7 @@ def test_a_batched_reply_is_the_direct_reply_at_half_price(fake_anthropic: FakeA
         "cache_read_input_tokens": 50,
     }
     fake_anthropic.queue(Reply.tool({"a": 1}, usage=usage), Reply.tool({"a": 1}, usage=usage))
-    kwargs: dict[str, Any] = {"system": "s", "messages": [{"role": "user", "content": "hi"}]}
+    kwargs: dict[str, Any] = {"system": "s", "messages": [Message.user("hi")]}
     kwargs["cached_system_prefix"] = "RUBRIC"
     policy = batch_policy()
     via_batch = ModelClient(FAST, policy=policy).complete(**kwargs)
@@ -106,7 +107,7 @@ def test_a_batched_reply_is_the_direct_reply_at_half_price(fake_anthropic: FakeA
 
     assert via_batch.batched and not direct.batched
     assert via_batch.tool_input == direct.tool_input == {"a": 1} and via_batch.usage == direct.usage
-    assert via_batch.tool_use_id and via_batch.stop_reason == direct.stop_reason == "tool_use"
+    assert via_batch.tool_call and via_batch.stop_reason == direct.stop_reason == "tool_use"
     assert direct.cost_usd == pytest.approx(price_usd("claude-haiku-4-5", direct.usage))
     assert via_batch.cost_usd == pytest.approx(price_usd("claude-haiku-4-5", direct.usage, batch=True))
     assert fake_anthropic.batch_requests[0] == fake_anthropic.requests[0]  # the very same request body
@@ -130,7 +131,7 @@ def test_a_failed_request_fails_only_itself(fake_anthropic: FakeAnthropic) -> No
     client = ModelClient(FAST, policy=policy)
     contents = ["one", "bad", "two", "late", "busy", "three"]
     results = run_all(
-        [(lambda c=c: client.complete(system="s", messages=[{"role": "user", "content": c}])) for c in contents]
+        [(lambda c=c: client.complete(system="s", messages=[Message.user(c)])) for c in contents]
     )
 
     assert len(fake_anthropic.batches) == 1
@@ -150,7 +151,7 @@ def test_the_size_cap_submits_without_waiting_for_quiet(fake_anthropic: FakeAnth
     policy = batch_policy(quiet_s=60.0, max_size=3)  # only the cap can send these within the test
     client = ModelClient(FAST, policy=policy)
     results = run_all(
-        [(lambda k=k: client.complete(system="s", messages=[{"role": "user", "content": str(k)}])) for k in range(6)]
+        [(lambda k=k: client.complete(system="s", messages=[Message.user(str(k))])) for k in range(6)]
     )
     assert all(isinstance(r, ModelReply) and r.text == "ok" for r in results)
     assert sorted(len(b["custom_ids"]) for b in fake_anthropic.batches) == [3, 3]
@@ -161,7 +162,7 @@ def test_a_quiet_window_submits_what_has_gathered(fake_anthropic: FakeAnthropic)
     fake_anthropic.responder = lambda request: Reply.text("ok")
     client = ModelClient(FAST, policy=batch_policy(quiet_s=0.2))  # far below the size cap
     results = run_all(
-        [(lambda k=k: client.complete(system="s", messages=[{"role": "user", "content": str(k)}])) for k in range(3)]
+        [(lambda k=k: client.complete(system="s", messages=[Message.user(str(k))])) for k in range(3)]
     )
     assert all(isinstance(r, ModelReply) for r in results)
     assert sum(len(b["custom_ids"]) for b in fake_anthropic.batches) == 3
@@ -170,7 +171,7 @@ def test_a_quiet_window_submits_what_has_gathered(fake_anthropic: FakeAnthropic)
 def test_batch_false_sends_directly(fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.queue(Reply.text("direct"))
     reply = ModelClient(FAST, policy=batch_policy()).complete(
-        system="s", messages=[{"role": "user", "content": "hi"}], batch=False
+        system="s", messages=[Message.user("hi")], batch=False
     )
     assert reply.text == "direct" and not reply.batched
     assert fake_anthropic.calls == 1 and fake_anthropic.batches == []
@@ -178,7 +179,7 @@ def test_batch_false_sends_directly(fake_anthropic: FakeAnthropic) -> None:
 
 def test_batched_answers_fill_the_response_cache(fake_anthropic: FakeAnthropic, tmp_path: Path) -> None:
     fake_anthropic.responder = lambda request: Reply.text("from a batch")
-    kwargs: dict[str, Any] = {"system": "s", "messages": [{"role": "user", "content": "hi"}]}
+    kwargs: dict[str, Any] = {"system": "s", "messages": [Message.user("hi")]}
 
     def policy() -> CallPolicy:
         return CallPolicy(cache=ResponseCache(tmp_path / "cache.db"), batcher=Batcher(quiet_s=0.05, poll_s=0.01))
@@ -199,7 +200,7 @@ def test_closing_the_policy_fails_the_waiting_requests_and_cancels_the_batch(fak
     outcome: list[Any] = []
 
     def ask() -> None:
-        outcome.extend(run_all([lambda: client.complete(system="s", messages=[{"role": "user", "content": "x"}])]))
+        outcome.extend(run_all([lambda: client.complete(system="s", messages=[Message.user("x")])]))
 
     waiter = threading.Thread(target=ask)
     waiter.start()
@@ -213,7 +214,7 @@ def test_closing_the_policy_fails_the_waiting_requests_and_cancels_the_batch(fak
     (batch,) = fake_anthropic.batches
     assert batch["status"] == "ended"  # canceled on the server
     with pytest.raises(ModelCallError, match="stopped"):  # a request after close fails at once
-        client.complete(system="s", messages=[{"role": "user", "content": "y"}])
+        client.complete(system="s", messages=[Message.user("y")])
 
 
 def test_an_unreachable_batch_api_fails_every_request_in_it() -> None:
@@ -221,7 +222,7 @@ def test_an_unreachable_batch_api_fails_every_request_in_it() -> None:
         dead_url = server.base_url
     policy = batch_policy()
     client = ModelClient(FAST, api_key="sk-ant-test-dummy", base_url=dead_url, policy=policy)
-    results = run_all([(lambda: client.complete(system="s", messages=[{"role": "user", "content": "x"}]))] * 2)
+    results = run_all([(lambda: client.complete(system="s", messages=[Message.user("x")]))] * 2)
     assert all(isinstance(r, ModelCallError) and r.exit_code == ExitCode.UNAVAILABLE for r in results)
     assert all(dead_url in str(r) for r in results)
 

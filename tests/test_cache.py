@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from harness.cache import ResponseCache, cache_access, cache_key, canonical_json
+from harness.llm.cache import ResponseCache, cache_access, cache_key, canonical_json
 from harness.errors import HarnessConfigError
-from harness.llm import CallPolicy, ModelClient, ModelSettings
+from harness.llm import CallPolicy, Message, ModelClient, ModelSettings, ToolSpec
 from harness.testing import FakeAnthropic, Reply, judge_responder
 
 FAST = ModelSettings(model="claude-haiku-4-5", max_retries=0, timeout_s=5.0)
-HI = [{"role": "user", "content": "hi"}]
+HI = [Message.user("hi")]
 
 
 def cached_client(
@@ -75,7 +75,7 @@ def test_a_file_that_is_not_a_cache_is_a_config_error(tmp_path: Path) -> None:
 def test_hit_makes_no_call_and_returns_the_same_reply(fake_anthropic: FakeAnthropic, tmp_path: Path) -> None:
     fake_anthropic.responder = judge_responder()
     client, policy = cached_client(tmp_path)
-    tools = [{"name": "submit_result", "input_schema": {"type": "object"}}]
+    tools = [ToolSpec("submit_result", "", {"type": "object"})]
     kwargs: dict[str, Any] = {"system": "judge", "messages": HI, "tools": tools, "cached_system_prefix": "RUBRIC"}
     first = client.complete(**kwargs)
     second = client.complete(**kwargs)
@@ -102,10 +102,10 @@ def test_a_new_client_and_policy_reads_the_same_file(fake_anthropic: FakeAnthrop
     "change",
     [
         {"system": "other system"},
-        {"messages": [{"role": "user", "content": "hi!"}]},
+        {"messages": [Message.user("hi!")]},
         {"cached_system_prefix": "RUBRIC v2"},
         {"cache_extra": {"sample": 1}},
-        {"tools": [{"name": "t", "input_schema": {"type": "object"}}]},
+        {"tools": [ToolSpec("t", "", {"type": "object"})]},
         {"settings": replace(FAST, model="claude-opus-4-5")},
         {"settings": replace(FAST, max_tokens=100)},
     ],
@@ -197,7 +197,7 @@ def _ask_all(base_url: str, path: str, worker: int, n: int, queue: Any) -> None:
     texts = []
     for i in range(n):  # both workers ask the same questions, in opposite orders
         k = i if worker == 0 else n - 1 - i
-        texts.append((k, client.complete(system="s", messages=[{"role": "user", "content": f"q{k}"}]).text))
+        texts.append((k, client.complete(system="s", messages=[Message.user(f"q{k}")]).text))
     queue.put((worker, sorted(texts), policy.stats.snapshot()["cache_hits"]))
 
 
@@ -223,7 +223,7 @@ def test_two_processes_share_one_cache_file(fake_anthropic: FakeAnthropic, tmp_p
     assert fake_anthropic.calls + hits == 2 * n  # every question answered once by the API or by the cache
     assert len(ResponseCache(path)) == n  # one entry per question, none torn or doubled
     again, policy = cached_client(tmp_path)
-    assert [again.complete(system="s", messages=[{"role": "user", "content": f"q{k}"}]).text for k in range(n)] == [
+    assert [again.complete(system="s", messages=[Message.user(f"q{k}")]).text for k in range(n)] == [
         t for _, t in expected
     ]
     assert policy.stats.snapshot()["calls"] == 0

@@ -76,6 +76,7 @@ class NoModel:
     """The tournament's model client when the canary key is set: offline, so no role calls a model."""
 
     available = False
+    unavailable_reason = "no model in this test (offline)"
 
 
 def demo_goal(tmp_path: Path, *, keep: str = "") -> tuple[Path, Path]:

@@ -17,6 +17,7 @@ from harness.llm import (
     CallPolicy,
     CostCapReached,
     GenerationResult,
+    Message,
     ModelClient,
     ModelSettings,
     Price,
@@ -26,7 +27,7 @@ from harness.llm import (
     load_price_table,
     price_usd,
 )
-from harness.ratelimit import RateLimits
+from harness.llm.ratelimit import RateLimits
 from harness.testing import FakeAnthropic, Reply, judge_responder
 
 FAST = ModelSettings(model="claude-haiku-4-5", max_retries=0, timeout_s=5.0)
@@ -133,8 +134,8 @@ def test_invalid_then_valid_retry_shows_answer_and_errors(fake_anthropic: FakeAn
     assert tool_result["type"] == "tool_result" and tool_result["tool_use_id"] == tool_use["id"]
     assert tool_result["is_error"] is True
     text = tool_result["content"]
-    assert "$.overallScore: 1.7 is greater than the maximum of 1" in text
-    assert "$.dimensionScores.accuracy: 'reason' is a required property" in text
+    assert "overallScore: 1.7 is above the maximum 1" in text
+    assert "dimensionScores.accuracy.reason: missing" in text
 
 
 def test_always_invalid_fails_after_one_retry(fake_anthropic: FakeAnthropic) -> None:
@@ -144,10 +145,10 @@ def test_always_invalid_fails_after_one_retry(fake_anthropic: FakeAnthropic) -> 
 
     assert result.success is False and result.attempts == 2 and result.data is None
     assert fake_anthropic.calls == 2 and fake_anthropic.pending == 1  # exactly one retry
-    assert result.validation_errors == [  # sorted by path, one line each
-        "$.dimensionScores: 'accuracy' is a required property",
-        "$.dimensionScores: 'clarity' is a required property",
-        "$.overallScore: 'high' is not of type 'number'",
+    assert result.validation_errors == [  # wrong values first, then missing fields; one line each
+        "overallScore: 'high' is text, not a number",
+        "dimensionScores.accuracy: missing",
+        "dimensionScores.clarity: missing",
     ]
     assert json.loads(result.raw_response or "") == bad
     assert result.usage.input_tokens > 0 and result.usage.output_tokens > 0  # both calls counted
@@ -176,7 +177,7 @@ def test_extract_json_object() -> None:
 
 
 def test_broken_schema_is_refused_before_any_call(fake_anthropic: FakeAnthropic) -> None:
-    with pytest.raises(ValueError, match="not valid JSON Schema"):
+    with pytest.raises(ValueError, match="not a valid JSON Schema"):
         ModelClient(FAST).generate_json(system="s", prompt="p", schema={"type": "no-such-type"})
     assert fake_anthropic.calls == 0
 
@@ -200,8 +201,8 @@ def test_judge_responder_follows_the_schema_it_is_sent(fake_anthropic: FakeAnthr
 def test_cached_system_prefix_is_sent_with_cache_control(fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.queue(Reply.text("a"), Reply.text("b"))
     client = ModelClient(FAST)
-    client.complete(system="the case", messages=[{"role": "user", "content": "hi"}], cached_system_prefix="RUBRIC")
-    client.complete(system="plain", messages=[{"role": "user", "content": "hi"}])
+    client.complete(system="the case", messages=[Message.user("hi")], cached_system_prefix="RUBRIC")
+    client.complete(system="plain", messages=[Message.user("hi")])
 
     cached, plain = fake_anthropic.requests
     assert cached["system"] == [
@@ -214,7 +215,7 @@ def test_cached_system_prefix_is_sent_with_cache_control(fake_anthropic: FakeAnt
 def test_usage_and_cache_tokens_are_parsed(fake_anthropic: FakeAnthropic) -> None:
     usage = {"input_tokens": 11, "output_tokens": 22, "cache_creation_input_tokens": 33, "cache_read_input_tokens": 44}
     fake_anthropic.queue(Reply.text("hello ", usage=usage, model="claude-opus-4-5"))
-    reply = ModelClient(FAST).complete(system="s", messages=[{"role": "user", "content": "hi"}])
+    reply = ModelClient(FAST).complete(system="s", messages=[Message.user("hi")])
 
     assert reply.text == "hello " and reply.tool_input is None and reply.stop_reason == "end_turn"
     assert reply.model == "claude-opus-4-5"
@@ -225,8 +226,8 @@ def test_usage_and_cache_tokens_are_parsed(fake_anthropic: FakeAnthropic) -> Non
 def test_simulated_cache_writes_then_reads(fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.queue(Reply.text("a"), Reply.text("b"))
     client = ModelClient(FAST)
-    first = client.complete(system="x", messages=[{"role": "user", "content": "1"}], cached_system_prefix="R" * 400)
-    second = client.complete(system="y", messages=[{"role": "user", "content": "2"}], cached_system_prefix="R" * 400)
+    first = client.complete(system="x", messages=[Message.user("1")], cached_system_prefix="R" * 400)
+    second = client.complete(system="y", messages=[Message.user("2")], cached_system_prefix="R" * 400)
     assert (first.usage.cache_write_tokens, first.usage.cache_read_tokens) == (100, 0)
     assert (second.usage.cache_write_tokens, second.usage.cache_read_tokens) == (0, 100)
 
@@ -273,7 +274,7 @@ def test_status_codes_map_to_exit_codes(
 ) -> None:
     fake_anthropic.queue(Reply.error(status))
     with pytest.raises(ModelCallError) as info:
-        ModelClient(FAST).complete(system="s", messages=[{"role": "user", "content": "hi"}])
+        ModelClient(FAST).complete(system="s", messages=[Message.user("hi")])
     assert info.value.exit_code == code
     assert words in str(info.value) and "\n" not in str(info.value)
     assert fake_anthropic.calls == 1
@@ -282,10 +283,10 @@ def test_status_codes_map_to_exit_codes(
 def test_slow_answer_past_timeout_is_timeout(fake_anthropic: FakeAnthropic) -> None:
     client = ModelClient(replace(FAST, timeout_s=0.3))
     fake_anthropic.queue(Reply.text("warm"), Reply.slow(2.0, Reply.text("too late")))
-    client.complete(system="s", messages=[{"role": "user", "content": "hi"}])  # the SDK import is not timed
+    client.complete(system="s", messages=[Message.user("hi")])  # the SDK import is not timed
     started = time.monotonic()
     with pytest.raises(ModelCallError) as info:
-        client.complete(system="s", messages=[{"role": "user", "content": "hi"}])
+        client.complete(system="s", messages=[Message.user("hi")])
     assert info.value.exit_code == ExitCode.TIMEOUT == 81
     assert "timed out after 0.3s" in str(info.value)
     assert time.monotonic() - started < 1.5
@@ -296,7 +297,7 @@ def test_unreachable_server_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> N
         dead_url = server.base_url  # nothing listens there once stopped
     client = ModelClient(FAST, api_key="sk-ant-test-dummy", base_url=dead_url)  # constructing is free
     with pytest.raises(ModelCallError) as info:
-        client.complete(system="s", messages=[{"role": "user", "content": "hi"}])
+        client.complete(system="s", messages=[Message.user("hi")])
     assert info.value.exit_code == ExitCode.UNAVAILABLE
     assert dead_url in str(info.value)
 
@@ -304,7 +305,7 @@ def test_unreachable_server_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> N
 def test_answer_that_is_not_json_is_protocol_error(fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.queue(Reply.raw(200, "<html>proxy login</html>", {"content-type": "application/json"}))
     with pytest.raises(ModelCallError) as info:
-        ModelClient(FAST).complete(system="s", messages=[{"role": "user", "content": "hi"}])
+        ModelClient(FAST).complete(system="s", messages=[Message.user("hi")])
     assert info.value.exit_code == ExitCode.PROTOCOL
 
 
@@ -315,7 +316,7 @@ def test_no_api_key_is_unavailable_without_a_request(
     client = ModelClient(FAST)
     assert client.available is False
     with pytest.raises(ModelUnavailable, match="^no ANTHROPIC_API_KEY: "):
-        client.complete(system="s", messages=[{"role": "user", "content": "hi"}])
+        client.complete(system="s", messages=[Message.user("hi")])
     with pytest.raises(ModelUnavailable):
         generate(client)
     assert fake_anthropic.calls == 0
@@ -358,7 +359,7 @@ def test_price_usd_arithmetic() -> None:
     )
     assert known_price("claude-haiku-4-5") and known_price("claude-sonnet-4-5-20250929")
     assert not known_price("claude-imaginary-9")
-    assert price_usd("claude-imaginary-9", million) == price_usd("claude-sonnet-4-5", million)
+    assert price_usd("claude-imaginary-9", million) is None  # unknown: never another model's price
     assert price_usd("claude-opus-4-5", Usage()) == 0.0
 
 
@@ -416,7 +417,7 @@ def test_calls_in_flight_never_exceed_the_bound(fake_anthropic: FakeAnthropic) -
 
     def work(n: int) -> None:
         try:
-            clients[n % 2].complete(system="s", messages=[{"role": "user", "content": str(n)}])
+            clients[n % 2].complete(system="s", messages=[Message.user(str(n))])
         except BaseException as err:  # pragma: no cover - shown by the assert below
             errors.append(err)
 
@@ -437,8 +438,8 @@ def test_stats_count_tokens_cost_and_prompt_cache(fake_anthropic: FakeAnthropic)
     policy = CallPolicy(2)
     client = ModelClient(FAST, policy=policy)
     fake_anthropic.queue(Reply.text("a"), Reply.text("b"))
-    first = client.complete(system="x", messages=[{"role": "user", "content": "1"}], cached_system_prefix="R" * 400)
-    second = client.complete(system="y", messages=[{"role": "user", "content": "2"}], cached_system_prefix="R" * 400)
+    first = client.complete(system="x", messages=[Message.user("1")], cached_system_prefix="R" * 400)
+    second = client.complete(system="y", messages=[Message.user("2")], cached_system_prefix="R" * 400)
 
     assert first.cost_usd > 0 and not first.batched
     assert first.cost_usd == pytest.approx(price_usd("claude-haiku-4-5", first.usage))
@@ -467,7 +468,7 @@ def test_sdk_retries_are_counted_and_max_retries_reaches_the_sdk(fake_anthropic:
     )
     policy = CallPolicy()
     reply = ModelClient(replace(FAST, max_retries=3), policy=policy).complete(
-        system="s", messages=[{"role": "user", "content": "hi"}]
+        system="s", messages=[Message.user("hi")]
     )
     assert reply.text == "finally"
     assert [h["x-stainless-retry-count"] for h in fake_anthropic.request_headers] == ["0", "1", "2", "3"]
@@ -484,7 +485,8 @@ def test_failed_retry_call_carries_the_first_calls_usage(fake_anthropic: FakeAnt
     with pytest.raises(ModelCallError) as info:
         generate(ModelClient(FAST, policy=policy))
     assert info.value.exit_code == ExitCode.UNAVAILABLE
-    assert info.value.usage == Usage(input_tokens=70, output_tokens=9)
+    assert info.value.spend.usage == Usage(input_tokens=70, output_tokens=9)
+    assert info.value.spend.cost_usd == pytest.approx(price_usd("claude-haiku-4-5", info.value.spend.usage))
     assert policy.stats.snapshot()["failures"] == 1
 
 
@@ -492,16 +494,16 @@ def test_first_call_failure_has_no_usage(fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.queue(Reply.error(503))
     with pytest.raises(ModelCallError) as info:
         generate(ModelClient(FAST))
-    assert info.value.usage is None
+    assert info.value.spend is None
 
 
 def test_cost_cap_stops_new_calls(fake_anthropic: FakeAnthropic) -> None:
     usage = {"input_tokens": 1_000_000, "output_tokens": 0}  # $1 on Haiku
     fake_anthropic.queue(Reply.text("a", usage=usage), Reply.text("b", usage=usage))
     client = ModelClient(FAST, policy=CallPolicy(max_cost_usd=0.5))
-    client.complete(system="s", messages=[{"role": "user", "content": "1"}])
+    client.complete(system="s", messages=[Message.user("1")])
     with pytest.raises(CostCapReached) as info:
-        client.complete(system="s", messages=[{"role": "user", "content": "2"}])
+        client.complete(system="s", messages=[Message.user("2")])
     assert info.value.exit_code == ExitCode.QUOTA_EXCEEDED and "cost cap of $0.5" in str(info.value)
     assert fake_anthropic.calls == 1
 

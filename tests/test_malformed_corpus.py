@@ -281,8 +281,8 @@ CORPUS: dict[str, Bad] = {
         "agents.writer.judge.model: '' is not a model name",)),
     "agents-judge-unknown-key": Bad("agents", agents("model: claude-haiku-4-5", "modle: claude-haiku-4-5"), (
         "judge.modle: unknown key (did you mean 'model'?)",)),
-    "agents-judge-temperature": Bad("agents", agents("  model: claude-haiku-4-5", "  temperature: 2"), (
-        "judge.temperature: 2 is outside 0..1",)),
+    "agents-judge-temperature": Bad("agents", agents("  model: claude-haiku-4-5", "  temperature: 3"), (
+        "judge.temperature: 3 is outside 0..2",)),
     "agents-judge-max-tokens-zero": Bad("agents", agents("  model: claude-haiku-4-5", "  max_tokens: 0"), (
         "judge.max_tokens: expected a whole number >= 1, got 0",)),
     "agents-judge-timeout-negative": Bad("agents", agents("  model: claude-haiku-4-5", "  timeout_s: -5"), (

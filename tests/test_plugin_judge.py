@@ -124,7 +124,7 @@ def test_invalid_then_valid_answer_passes_after_one_retry(project: Project, fake
     project.run("suites/").assert_outcomes(passed=1)
     assert fake_anthropic.calls == 2
     retry = json.dumps(fake_anthropic.requests[1]["messages"])
-    assert "7 is greater than the maximum of 1" in retry and "'reason' is a required property" in retry
+    assert "7 is above the maximum 1" in retry and "reason: missing" in retry
     (row,) = project.runs()
     assert (row["status"], row["outcome"], row["overall_score"]) == ("passed", "passed", 1.0)
 

@@ -133,10 +133,10 @@ def fast_batch_polls(monkeypatch: pytest.MonkeyPatch) -> None:
 
     The session builds its Batcher through ``harness.llm.Batcher``; in-process runs share that module.
     """
-    import harness.llm
-    from harness.batching import Batcher
+    import harness.llm.policy
+    from harness.llm.batching import Batcher
 
-    monkeypatch.setattr(harness.llm, "Batcher", functools.partial(Batcher, poll_s=0.05, quiet_s=0.1))
+    monkeypatch.setattr(harness.llm.policy, "Batcher", functools.partial(Batcher, poll_s=0.05, quiet_s=0.1))
 
 
 # --- 0. the options ------------------------------------------------------------------------------------

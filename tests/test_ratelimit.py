@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 
 from harness.errors import ModelCallError
-from harness.llm import CallPolicy, ModelClient, ModelSettings
-from harness.ratelimit import RateLimiter, RateLimits, estimate_input_tokens
+from harness.llm import CallPolicy, Message, ModelClient, ModelSettings
+from harness.llm.ratelimit import RateLimiter, RateLimits, estimate_input_tokens
 from harness.testing import FakeAnthropic, Reply
 
 
@@ -119,7 +119,7 @@ def test_limits_validate_and_are_optional() -> None:
 
 
 def test_estimate_input_tokens() -> None:
-    body = {"system": "s" * 400, "messages": [{"role": "user", "content": "x" * 400}], "max_tokens": 10}
+    body = {"system": "s" * 400, "messages": [Message.user("x" * 400)], "max_tokens": 10}
     assert 200 <= estimate_input_tokens(body) <= 230
     assert estimate_input_tokens({}) == 1
 
@@ -136,7 +136,7 @@ def test_client_waits_for_the_limits_and_settles_with_real_usage(fake_anthropic:
     usage = {"input_tokens": 40, "output_tokens": 30, "cache_creation_input_tokens": 60}
     fake_anthropic.queue(*(Reply.text("ok", usage=usage) for _ in range(3)))
     for _ in range(3):
-        client.complete(system="s", messages=[{"role": "user", "content": "hi"}])
+        client.complete(system="s", messages=[Message.user("hi")])
 
     assert fake_anthropic.calls == 3
     assert clock.waits == [pytest.approx(30.0)]  # the third request waited for the RPM bucket
@@ -152,6 +152,6 @@ def test_every_attempt_counts_and_failures_refund_tokens(fake_anthropic: FakeAnt
     client = ModelClient(replace(FAST, max_retries=1), policy=CallPolicy(rate_limits=rl))
     fake_anthropic.queue(Reply.error(429, retry_after=0.01), Reply.error(400))
     with pytest.raises(ModelCallError):
-        client.complete(system="s", messages=[{"role": "user", "content": "hi"}])
+        client.complete(system="s", messages=[Message.user("hi")])
     assert fake_anthropic.calls == 2
     assert rl.levels() == {"requests": pytest.approx(8), "output": pytest.approx(60_000)}

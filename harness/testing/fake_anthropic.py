@@ -44,6 +44,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from harness.testing.schema_fill import evaluator_output
+
 __all__ = ["FakeAnthropic", "Reply", "Responder", "judge_responder"]
 
 _ERROR_TYPES = {
@@ -197,9 +199,10 @@ class FakeAnthropic:
 
     def __init__(
         self, *, responder: Responder | None = None, latency_s: float = 0.0, batch_processing_s: float = 0.0,
-        keep_alive: bool = False,
+        keep_alive: bool = False, port: int = 0,
     ) -> None:
         self.responder: Responder | None = responder
+        self.port = port  # 0: any free port; a fixed one keeps base_url (part of the response cache key) stable
         self.keep_alive = keep_alive
         self.latency_s: float = latency_s
         self.batch_processing_s: float = batch_processing_s
@@ -226,7 +229,7 @@ class FakeAnthropic:
         if self._httpd is not None:
             return self
         self._stopping.clear()
-        httpd = _HTTPServer(("127.0.0.1", 0), _KeepAliveHandler if self.keep_alive else _Handler)
+        httpd = _HTTPServer(("127.0.0.1", self.port), _KeepAliveHandler if self.keep_alive else _Handler)
         httpd.fake = self
         self._httpd = httpd
         self._thread = threading.Thread(
@@ -648,7 +651,7 @@ def judge_responder(
         tool = _requested_tool(request)
         schema: Mapping[str, Any] = (tool or {}).get("input_schema") or {}
         given = scores(request) if callable(scores) else (scores or {})
-        answer = _evaluator_output(schema, given, default, threshold)
+        answer = evaluator_output(schema, given, default, threshold)
         if tool is None:
             return Reply.text("```json\n" + json.dumps(answer, indent=2) + "\n```")
         return Reply.tool(answer, name=tool.get("name"))
@@ -662,99 +665,3 @@ def _requested_tool(request: Mapping[str, Any]) -> Mapping[str, Any] | None:
         return None
     name = _forced_tool_name(request)
     return next((t for t in tools if t.get("name") == name), tools[0])
-
-
-def _evaluator_output(
-    schema: Mapping[str, Any], given: Mapping[str, float], default: float, threshold: float
-) -> dict[str, Any]:
-    props = _resolve(schema, schema).get("properties") or {}
-    dims_schema = _resolve(schema, props.get("dimensionScores") or {})
-    dim_props = dims_schema.get("properties") or {}
-    names = list(dims_schema.get("required") or dim_props)
-
-    weights: dict[str, float] = {}
-    for name in names:
-        fields = _resolve(schema, dim_props.get(name) or {}).get("properties") or {}
-        weight_schema = _resolve(schema, fields.get("weight") or {})
-        weights[name] = float(weight_schema["const"]) if "const" in weight_schema else 1.0 / max(len(names), 1)
-
-    dims: dict[str, Any] = {}
-    for name in names:
-        score = float(given.get(name, default))
-        dim_schema = _resolve(schema, dim_props.get(name) or {})
-        if dim_schema.get("type") in ("number", "integer"):
-            dims[name] = score
-            continue
-        value: dict[str, Any] = {
-            "score": score,
-            "weight": weights[name],
-            "reason": f"fake judge: {name} scored {score:g}",
-        }
-        dim_fields = dim_schema.get("properties")
-        if dim_fields:
-            value = {k: v for k, v in value.items() if k in dim_fields}
-            for key in dim_schema.get("required") or []:
-                if key not in value:
-                    value[key] = _placeholder(schema, dim_fields.get(key) or {})
-        dims[name] = value
-
-    total_weight = sum(weights.values())
-    overall = sum(float(given.get(n, default)) * weights[n] for n in names) / total_weight if total_weight else default
-    low = [n for n in names if float(given.get(n, default)) < 1.0]
-    answer: dict[str, Any] = {
-        "overallScore": round(overall, 6),
-        "passed": overall >= threshold,
-        "dimensionScores": dims,
-        "feedback": "fake judge: " + (f"improve {', '.join(low)}" if low else "all dimensions met"),
-        "suggestedFixes": [f"Improve {n}" for n in low],
-    }
-    if props:
-        answer = {k: v for k, v in answer.items() if k in props}
-        for key in _resolve(schema, schema).get("required") or []:
-            if key not in answer:
-                answer[key] = _placeholder(schema, props.get(key) or {})
-    return answer
-
-
-def _resolve(root: Mapping[str, Any], node: Mapping[str, Any]) -> Mapping[str, Any]:
-    """Follow local ``$ref`` pointers (``#/$defs/x``) so nested schemas can be read."""
-    for _ in range(20):
-        ref = node.get("$ref") if isinstance(node, Mapping) else None
-        if not isinstance(ref, str) or not ref.startswith("#"):
-            break
-        target: Any = root
-        for part in ref.lstrip("#").strip("/").split("/"):
-            if not part:
-                continue
-            target = target.get(part.replace("~1", "/").replace("~0", "~"), {}) if isinstance(target, Mapping) else {}
-        node = target
-    return node if isinstance(node, Mapping) else {}
-
-
-def _placeholder(root: Mapping[str, Any], node: Mapping[str, Any]) -> Any:
-    """A value of the right shape for a schema the judge has no data for."""
-    node = _resolve(root, node)
-    if "const" in node:
-        return node["const"]
-    if node.get("enum"):
-        return node["enum"][0]
-    kind = node.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), kind[0] if kind else None)
-    if kind == "object" or "properties" in node:
-        fields = node.get("properties") or {}
-        return {k: _placeholder(root, fields.get(k) or {}) for k in node.get("required") or []}
-    if kind == "array":
-        count = int(node.get("minItems", 0))
-        return [_placeholder(root, node.get("items") or {}) for _ in range(count)]
-    if kind == "string":
-        return "fake" + "x" * max(0, int(node.get("minLength", 0)) - 4)
-    if kind == "integer":
-        return int(node.get("minimum", 0))
-    if kind == "number":
-        return float(node.get("minimum", 0.0))
-    if kind == "boolean":
-        return True
-    if kind == "null":
-        return None
-    return "fake"

@@ -1,22 +1,23 @@
 """The model-driven roles of an iteration: the researcher, the planners and the architect.
 
-All of them go through :mod:`harness.llm`. Without ``ANTHROPIC_API_KEY`` each is skipped and says
+All of them go through :mod:`harness.llm`. Without a model to call (no key) each is skipped and says
 so; a failed model call is recorded and the iteration goes on with what it has.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.llm import CallPolicy, GenerationResult, ModelClient, ModelReply, ModelSettings
 from harness.tournament.benchmark import SealedPaths
 from harness.tournament.goal import Goal
 from harness.tournament.schemas import load_schema
+from harness.usage import Spend
 
 ZERO_COST = {"input_tokens": 0, "output_tokens": 0, "cache_write_tokens": 0, "cache_read_tokens": 0,
              "cost_usd": 0.0, "model": None, "calls": 0}
@@ -38,42 +39,36 @@ def add_costs(*costs: dict[str, Any] | None) -> dict[str, Any]:
 
 @dataclass
 class CostMeter:
-    """Tokens and dollars of the calls one step made (thread-safe)."""
+    """Tokens and dollars of the calls one step made (thread-safe), priced by the client's policy (the user's
+    price table included); ``cost`` is the step's cost record. A model with no price counts $0 here, and its
+    tokens are kept."""
 
-    model: str | None = None
-    cost: dict[str, Any] = field(default_factory=lambda: dict(ZERO_COST))
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    spend: Spend = field(default_factory=Spend)
 
-    def add(self, usage: Any, model: str) -> None:
-        from harness.llm import price_usd
+    def add(self, answer: ModelReply | GenerationResult) -> None:
+        self.spend.merge(answer.spend)
 
-        with self._lock:
-            self.cost = add_costs(self.cost, {
-                "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-                "cache_write_tokens": usage.cache_write_tokens, "cache_read_tokens": usage.cache_read_tokens,
-                "cost_usd": price_usd(model, usage), "model": model, "calls": 1,
-            })
+    @property
+    def cost(self) -> dict[str, Any]:
+        usage = self.spend.usage
+        return {**usage.as_dict(), "cost_usd": round(self.spend.known_cost_usd, 6), "model": self.spend.model,
+                "calls": self.spend.calls}
 
 
 class ModelAccess:
-    """The goal's model settings and one shared client; ``skip_reason`` says why a role cannot run."""
+    """The goal's model settings and one shared client; ``skip_reason`` says why a role cannot run.
 
-    def __init__(self, goal: Goal, client: Any | None = None):
+    The client runs under ``policy`` (the response cache, limits, prices and cost cap of the run), like every
+    model call of the harness."""
+
+    def __init__(self, goal: Goal, client: ModelClient | None = None, policy: CallPolicy | None = None):
         self.goal = goal
-        self.client = client
-        self.skip_reason: str | None = None
         if client is None:
-            try:
-                from harness.llm import ModelClient, ModelSettings
-            except ImportError as exc:  # pragma: no cover - llm.py ships with the package
-                self.skip_reason = f"harness.llm is not available ({exc})"
-                return
-            kwargs: dict[str, Any] = {"temperature": goal.agents.temperature, "max_tokens": goal.agents.max_tokens}
-            if goal.agents.model:
-                kwargs["model"] = goal.agents.model
-            self.client = ModelClient(ModelSettings(**kwargs))
-        if not getattr(self.client, "available", False):
-            self.skip_reason = "no ANTHROPIC_API_KEY"
+            settings = ModelSettings(temperature=goal.agents.temperature, max_tokens=goal.agents.max_tokens,
+                                     **({"model": goal.agents.model} if goal.agents.model else {}))
+            client = ModelClient(settings, policy=policy)
+        self.client = client
+        self.skip_reason: str | None = client.unavailable_reason
 
     @property
     def available(self) -> bool:
@@ -81,12 +76,12 @@ class ModelAccess:
 
     @property
     def model(self) -> str:
-        return str(getattr(getattr(self.client, "settings", None), "model", "unknown"))
+        return self.client.model
 
     def generate(self, meter: CostMeter, *, system: str, prompt: str, schema: dict[str, Any],
                  tool_name: str) -> dict[str, Any]:
         result = self.client.generate_json(system=system, prompt=prompt, schema=schema, tool_name=tool_name)
-        meter.add(result.usage, self.model)
+        meter.add(result)
         if not result.success or result.data is None:
             raise HarnessError(f"the model's {tool_name} answer failed validation: "
                                f"{'; '.join(result.validation_errors[:3])}")

@@ -26,6 +26,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--allow-unconfined", dest="allow_unconfined", action="store_true",
                         help="where no sandbox can be made, run commands from models and ideas anyway, unconfined "
                              "(default: refuse them)")
+    parser.add_argument("--work-dir", dest="work_dir", metavar="DIR", default=None,
+                        help="the work folder: the records go to DIR/improve/<slug>/ (default: WORK in the "
+                             "repository root)")
     parser.set_defaults(handler=run_improve)
 
 
@@ -34,7 +37,7 @@ def run_improve(args: argparse.Namespace) -> int:
     from harness.tournament.loop import improve
 
     summary = improve(args.goal, args.iterations, plots=args.plots, echo=lambda line: print(redact(line), flush=True),
-                      approve=tuple(args.approve), allow_unconfined=args.allow_unconfined)
+                      approve=tuple(args.approve), allow_unconfined=args.allow_unconfined, work_dir=args.work_dir)
     if summary.iterations:
         print(f"done: {len(summary.iterations)} iteration(s): "
               + ", ".join(f"{i}={s}" for i, s in zip(summary.iterations, summary.statuses)))

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.llm import Message, ToolResult, ToolSpec
 from harness.tournament.agents import ZERO_COST, CostMeter, ModelAccess, goal_summary
 from harness.tournament.benchmark import SealedPaths
 from harness.tournament.confine import GoalSandbox
@@ -103,22 +104,21 @@ class ModelExecutor:
     """A model that carries out one plan with file tools confined to the worktree."""
 
     TOOLS = [
-        {"name": "list_files", "description": "List files under a folder of the worktree (default: the root).",
-         "input_schema": {"type": "object", "properties": {"folder": {"type": "string"}}}},
-        {"name": "read_file", "description": "Read a text file of the worktree.",
-         "input_schema": {"type": "object", "required": ["path"], "properties": {"path": {"type": "string"}}}},
-        {"name": "write_file", "description": "Create or overwrite a text file of the worktree.",
-         "input_schema": {"type": "object", "required": ["path", "content"],
-                          "properties": {"path": {"type": "string"}, "content": {"type": "string"}}}},
-        {"name": "replace_in_file", "description": "Replace one exact occurrence of `old` with `new` in a file.",
-         "input_schema": {"type": "object", "required": ["path", "old", "new"],
-                          "properties": {"path": {"type": "string"}, "old": {"type": "string"},
-                                         "new": {"type": "string"}}}},
-        {"name": "run_command", "description": "Run a shell command in the worktree, in a sandbox without "
-                                               "network (120 s limit). Use it to run tests.",
-         "input_schema": {"type": "object", "required": ["command"], "properties": {"command": {"type": "string"}}}},
-        {"name": "finish", "description": "Say you are done, with a one-line summary of the change.",
-         "input_schema": {"type": "object", "required": ["summary"], "properties": {"summary": {"type": "string"}}}},
+        ToolSpec("list_files", "List files under a folder of the worktree (default: the root).",
+                 {"type": "object", "properties": {"folder": {"type": "string"}}}),
+        ToolSpec("read_file", "Read a text file of the worktree.",
+                 {"type": "object", "required": ["path"], "properties": {"path": {"type": "string"}}}),
+        ToolSpec("write_file", "Create or overwrite a text file of the worktree.",
+                 {"type": "object", "required": ["path", "content"],
+                  "properties": {"path": {"type": "string"}, "content": {"type": "string"}}}),
+        ToolSpec("replace_in_file", "Replace one exact occurrence of `old` with `new` in a file.",
+                 {"type": "object", "required": ["path", "old", "new"],
+                  "properties": {"path": {"type": "string"}, "old": {"type": "string"}, "new": {"type": "string"}}}),
+        ToolSpec("run_command", "Run a shell command in the worktree, in a sandbox without network (120 s limit). "
+                                "Use it to run tests.",
+                 {"type": "object", "required": ["command"], "properties": {"command": {"type": "string"}}}),
+        ToolSpec("finish", "Say you are done, with a one-line summary of the change.",
+                 {"type": "object", "required": ["summary"], "properties": {"summary": {"type": "string"}}}),
     ]
 
     def __init__(self, goal: Goal, plan: dict[str, Any], worktree: Path, log: Path, access: ModelAccess,
@@ -132,50 +132,33 @@ class ModelExecutor:
 
     def run(self) -> ChangeOutcome:
         shown = {k: v for k, v in self.plan.items() if k not in ("cost", "critic_review", "architect_review", "diff")}
-        messages: list[dict[str, Any]] = [{"role": "user", "content": (
+        messages = [Message.user(
             f"{goal_summary(self.goal)}\n\nCarry out this plan exactly, in the repository worktree you have tools "
-            f"for, then call finish.\n\nPlan:\n{json.dumps(shown, indent=1)}")}]
+            f"for, then call finish.\n\nPlan:\n{json.dumps(shown, indent=1)}")]
         system = ("You are an executor in a self-improvement tournament. Edit files only through your tools; paths "
                   "are relative to the repository root. Never change sealed paths. Keep the change to the plan.")
         try:
             for step in range(1, self.goal.agents.executor_max_steps + 1):
                 if self.cancel.is_set():
                     raise KeyboardInterrupt
-                reply = self.access.client.complete(
-                    system=system, messages=messages, tools=self.TOOLS,
-                    tool_choice={"type": "auto", "disable_parallel_tool_use": True})
-                self.meter.add(reply.usage, self.access.model)
-                if reply.tool_input is None or not reply.tool_use_id:
+                reply = self.access.client.complete(system=system, messages=messages, tools=self.TOOLS,
+                                                    parallel_tools=False)
+                self.meter.add(reply)
+                call = reply.tool_call
+                if call is None or not call.id:
                     append_log(self.log, f"[model] {reply.text}")
                     return self._outcome(True, f"the model stopped after {step} step(s): {reply.text[:200]}")
-                name = self._tool_name(reply)
-                if name == "finish":
-                    summary = str(reply.tool_input.get("summary", ""))
+                if call.name == "finish":
+                    summary = str(call.input.get("summary", ""))
                     append_log(self.log, f"[finish] {summary}")
                     return self._outcome(True, summary or "finished")
-                result, is_error = self.call_tool(name, reply.tool_input)
-                append_log(self.log, f"[{name}] {json.dumps(reply.tool_input)[:500]}\n-> {result[:1000]}")
-                assistant: list[dict[str, Any]] = []
-                if reply.text:
-                    assistant.append({"type": "text", "text": reply.text})
-                assistant.append({"type": "tool_use", "id": reply.tool_use_id, "name": name, "input": reply.tool_input})
-                messages.append({"role": "assistant", "content": assistant})
-                messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": reply.tool_use_id,
-                                                              "content": result, "is_error": is_error}]})
+                result, is_error = self.call_tool(call.name, call.input)
+                append_log(self.log, f"[{call.name}] {json.dumps(call.input)[:500]}\n-> {result[:1000]}")
+                messages.append(Message("assistant", reply.text, tool_calls=(call,)))
+                messages.append(Message("user", tool_results=(ToolResult(call.id, result, is_error),)))
         except HarnessError as exc:
             return self._outcome(False, f"model call failed: {exc}", "infrastructure")
         return self._outcome(True, f"stopped after {self.goal.agents.executor_max_steps} steps")
-
-    def _tool_name(self, reply: Any) -> str:
-        named = getattr(reply, "tool_name", None)
-        if named:
-            return str(named)
-        inp = reply.tool_input or {}
-        for tool in self.TOOLS:  # the reply does not carry the name: infer it from the input's keys
-            required = set(tool["input_schema"].get("required", []))
-            if required and required <= set(inp) and set(inp) <= set(tool["input_schema"]["properties"]):
-                return str(tool["name"])
-        return "list_files"
 
     def _outcome(self, ok: bool, detail: str, category: str | None = None) -> ChangeOutcome:
         return ChangeOutcome("model", ok, detail, category, self.meter.cost, self.blocked)

@@ -51,6 +51,10 @@ class Metric(_Frozen):
         """How much ``a`` is better than ``b`` (positive: better) in the metric's direction."""
         return a - b if self.direction == "maximize" else b - a
 
+    def gain(self, value: float) -> float:
+        """A score in gain units: larger is better, whatever the direction."""
+        return value if self.direction == "maximize" else -value
+
 
 class BenchmarkSpec(_Frozen):
     command: str

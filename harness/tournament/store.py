@@ -1,6 +1,8 @@
-"""Where a tournament keeps its records, and the writers that validate each one before it lands.
+"""Where a tournament keeps its records, and the readers and writers that validate each one.
 
-Everything is git-ignored so the user's working tree stays clean between runs::
+The work folder (``WORK`` in the repository root unless ``harness improve --work-dir`` says otherwise) is
+chosen once, when the :class:`Layout` is made. Everything is git-ignored so the user's working tree stays
+clean between runs::
 
     WORK/improve/<slug>/
       iteration_state.json            seed 001 section 8, rewritten at every step
@@ -24,13 +26,21 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
 
 from harness.appendlog import append_entries, read_entries
 from harness.clock import utc_now
 from harness.errors import HarnessConfigError
 from harness.fileio import append_text, atomic_write_json
+from harness.tournament.models import ExecutorResult, Plan, Record
 from harness.tournament.schemas import RecordInvalid, errors_for, validate, write_record
+from harness.tournament.state import IterationState, RunInfo, Step
+
+DEFAULT_WORK_DIR = "WORK"  # under the repository root
+_DAMAGED_FIX = "move it away; the tournament will start that step again"
+R = TypeVar("R", bound=Record)
 
 
 def now_iso() -> str:
@@ -39,14 +49,20 @@ def now_iso() -> str:
 
 @dataclass(frozen=True)
 class Layout:
-    """Paths of one goal's records under the repository ``root``."""
+    """Paths of one goal's records: ``work_dir/improve/<slug>/`` (``work_dir`` defaults to ``WORK`` in the
+    repository ``root``) and ``root/tracking/``. Paths in the records are written relative to ``root``."""
 
     root: Path
     slug: str
+    work: Path | None = None   # the work folder given (``--work-dir``); None: the default
+
+    @property
+    def work_dir(self) -> Path:
+        return self.work if self.work is not None else self.root / DEFAULT_WORK_DIR
 
     @property
     def base(self) -> Path:
-        return self.root / "WORK" / "improve" / self.slug
+        return self.work_dir / "improve" / self.slug
 
     @property
     def state_file(self) -> Path:
@@ -82,7 +98,7 @@ class Layout:
 
     def ensure_ignored(self) -> None:
         """WORK/improve/.gitignore ignores everything below it, whatever the repository's .gitignore says."""
-        marker = self.root / "WORK" / "improve" / ".gitignore"
+        marker = self.work_dir / "improve" / ".gitignore"
         if not marker.exists():
             marker.parent.mkdir(parents=True, exist_ok=True)
             marker.write_text("# written by harness improve: tournament records and worktrees stay untracked\n*\n")
@@ -129,11 +145,29 @@ def read_json(path: Path, schema: str | None = None) -> Any:
     except FileNotFoundError:
         raise
     except (OSError, json.JSONDecodeError) as exc:
-        raise HarnessConfigError(path, None, f"cannot read the record ({exc})",
-                                 "move it away; the tournament will start that step again") from None
+        raise HarnessConfigError(path, None, f"cannot read the record ({exc})", _DAMAGED_FIX) from None
     if schema:
         validate(schema, data, str(path))
     return data
+
+
+def read_model(path: Path, schema: str, model: type[R]) -> R:
+    """Read a record back as its typed model (the schema checked first)."""
+    data = read_json(path, schema)
+    try:
+        return model.from_json(data)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(p) for p in problem["loc"]) or "(top)"
+        raise HarnessConfigError(path, where, f"cannot read the record ({problem['msg']})", _DAMAGED_FIX) from None
+
+
+def read_plan(path: Path) -> Plan:
+    return read_model(path, "plan", Plan)
+
+
+def read_result(path: Path) -> ExecutorResult:
+    return read_model(path, "benchmark_result", ExecutorResult)
 
 
 def histories(layout: Layout) -> list[dict[str, Any]]:
@@ -170,45 +204,33 @@ class StateStore:
 
     def __init__(self, layout: Layout):
         self.layout = layout
-        self.data: dict[str, Any] | None = None
+        self.state: IterationState | None = None
 
-    def load(self) -> dict[str, Any] | None:
+    def load(self) -> IterationState | None:
         try:
-            self.data = read_json(self.layout.state_file, "iteration_state")
+            self.state = read_model(self.layout.state_file, "iteration_state", IterationState)
         except FileNotFoundError:
-            self.data = None
-        return self.data
+            self.state = None
+        return self.state
 
-    def new(self, iteration: int, run: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-        """A new iteration's state; ``run`` (which run it belongs to) and ``extra`` fields are saved with it in
-        the same write."""
+    def new(self, iteration: int, *, run: RunInfo, base_commit: str, branch: str) -> IterationState:
+        """A new iteration's state, with the run it belongs to, the commit it starts from and the user's branch,
+        in one write."""
         stamp = now_iso()
-        self.data = {
-            "iteration": iteration, "status": "in_progress", "current_step": "research",
-            "started_at": stamp, "updated_at": stamp,
-            "research": {"status": "pending", "output_path": None, "completed_at": None},
-            "planning": {"status": "pending", "plans": {}, "approved_count": 0, "completed_at": None},
-            "execution": {"status": "pending", "executors": {}, "completed_at": None},
-            "tournament": {"status": "pending", "winner": None, "winner_score": None, "completed_at": None},
-            "recording": {"status": "pending", "history_path": None, "visualization_updated": False,
-                          "cleanup_done": False},
-            "user_ideas_consumed": [],
-        }
-        if run is not None:
-            self.data["run"] = run
-        self.data.update(extra)
+        self.state = IterationState(iteration=iteration, started_at=stamp, updated_at=stamp, run=run,
+                                    base_commit=base_commit, branch=branch)
         self.save()
-        return self.data
+        return self.state
 
     def save(self) -> None:
-        assert self.data is not None
-        self.data["updated_at"] = now_iso()
-        write_record(self.layout.state_file, "iteration_state", self.data)
+        assert self.state is not None
+        self.state.updated_at = now_iso()
+        write_record(self.layout.state_file, "iteration_state", self.state.to_json())
 
-    def step(self, name: str) -> None:
-        assert self.data is not None
-        self.data["current_step"] = name
-        self.data["status"] = "in_progress"
+    def step(self, name: Step) -> None:
+        assert self.state is not None
+        self.state.current_step = name
+        self.state.status = "in_progress"
         self.save()
 
 

@@ -23,12 +23,14 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def find_work_dir(start: Path | None = None) -> tuple[Path, list[Path]]:
     """The nearest ``WORK/`` holding a ``harness.db``, from ``start`` up; else ``start/WORK``. Also the
     folders looked in, for a message that says where nothing was found."""
+    from harness.records import RecordReader
+
     start = (start or Path.cwd()).resolve()
     looked = []
     for folder in (start, *start.parents):
         candidate = folder / "WORK"
         looked.append(candidate)
-        if (candidate / "harness.db").is_file():
+        if RecordReader(candidate).exists():
             return candidate, looked
     return start / "WORK", looked
 

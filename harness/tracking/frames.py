@@ -11,75 +11,49 @@ Cycle ids (``YYYY-MM-DD-NNN``) sort in time order, so every frame is sorted by c
 
 from __future__ import annotations
 
-import json
-import sqlite3
-from contextlib import closing
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from harness.records import DATABASE_NAME
+from harness.records import ATTEMPT_FIELDS, RecordReader
 from harness.report_text import VERDICT_PASSED, default_verdict
 
-ATTEMPT_COLUMNS = [
-    "run_id", "cycle_id", "agent_name", "attempt", "status", "overall_score", "feedback", "suggested_fixes",
-    "artifact_path", "created_at", "duration_ms", "rubric_version", "nodeid", "case_id", "rubric_name", "outcome",
-    "exit_code", "threshold", "model", "input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens",
-    "cost_usd", "dimensions", "samples", "cached_answers", "verdict",
-]
-
-_QUERY = """
-SELECT r.id AS run_id, r.cycle_id, r.agent_name, r.attempt, r.status, r.overall_score, r.feedback,
-       r.suggested_fixes, r.artifact_path, r.created_at, r.duration_ms, r.rubric_version,
-       d.nodeid, d.case_id, d.rubric_name, d.outcome, d.exit_code, d.threshold, d.model,
-       d.input_tokens, d.output_tokens, d.cache_write_tokens, d.cache_read_tokens, d.cost_usd,
-       d.dimensions, d.samples, {added}
-FROM agent_runs AS r JOIN attempt_details AS d ON d.run_id = r.id
-ORDER BY r.cycle_id, d.nodeid, r.attempt, r.id
-"""
+ATTEMPT_COLUMNS = list(ATTEMPT_FIELDS)
 
 TOKEN_COLUMNS = ["input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens"]
-
-
-def database_path(work_dir: Path) -> Path:
-    return Path(work_dir) / DATABASE_NAME
-
-
-def _json(text: Any, default: Any) -> Any:
-    if text is None or (isinstance(text, float) and pd.isna(text)):
-        return default
-    try:
-        return json.loads(text)
-    except (TypeError, ValueError):
-        return default
+USAGE_COUNTS = ["calls", *TOKEN_COLUMNS]
 
 
 def attempts_frame(work_dir: Path, cycles: list[str] | None = None) -> pd.DataFrame:
     """Every attempt in the work folder (optionally only ``cycles``); empty when there is no database.
 
+    Read through :class:`harness.records.RecordReader` (read-only: it never creates the database).
     ``dimensions`` is a dict ``{dim: {score, weight, reason}}``, ``suggested_fixes`` a list,
-    ``samples`` a list of per-sample overall scores or None.
+    ``samples`` a list of per-sample overall scores or None, ``model_usage`` a dict by model or None,
+    ``cost_known`` False where some model of the attempt had no price.
     """
-    db = database_path(work_dir)
-    if not db.exists():
-        return pd.DataFrame(columns=ATTEMPT_COLUMNS)
-    with closing(sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)) as conn:
-        try:
-            present = {row[1] for row in conn.execute("PRAGMA table_info(attempt_details)")}
-            added = ", ".join(f"d.{c}" if c in present else f"NULL AS {c}" for c in ("cached_answers", "verdict"))
-            frame = pd.read_sql_query(_QUERY.format(added=added), conn)
-        except (pd.errors.DatabaseError, sqlite3.OperationalError) as exc:
-            if "no such table" in str(exc):
-                return pd.DataFrame(columns=ATTEMPT_COLUMNS)
-            raise
-    if cycles is not None:
-        frame = frame[frame["cycle_id"].isin(cycles)].reset_index(drop=True)
-    frame["dimensions"] = [_json(v, {}) for v in frame["dimensions"]]
-    frame["suggested_fixes"] = [_json(v, []) for v in frame["suggested_fixes"]]
-    frame["samples"] = [_json(v, None) for v in frame["samples"]]
+    rows = RecordReader(Path(work_dir)).attempts(cycles)
+    frame = pd.DataFrame.from_records(rows, columns=ATTEMPT_COLUMNS, coerce_float=True)
     frame["overall_score"] = pd.to_numeric(frame["overall_score"], errors="coerce").astype(float)
     return frame
+
+
+def merge_usage(usages: Iterable[dict[str, dict[str, Any]] | None]) -> dict[str, dict[str, Any]] | None:
+    """Per-model usage summed over attempts; a model's ``cost_usd`` is None when any attempt's was. None when no
+    attempt recorded usage."""
+    merged: dict[str, dict[str, Any]] = {}
+    for usage in usages:
+        for model, counts in (usage if isinstance(usage, dict) else {}).items():
+            if not isinstance(counts, dict):
+                continue
+            total = merged.setdefault(model, {**{c: 0 for c in USAGE_COUNTS}, "cost_usd": 0.0})
+            for column in USAGE_COUNTS:
+                total[column] += int(counts.get(column) or 0)
+            cost = counts.get("cost_usd")
+            total["cost_usd"] = None if cost is None or total["cost_usd"] is None else total["cost_usd"] + cost
+    return merged or None
 
 
 def items_frame(attempts: pd.DataFrame) -> pd.DataFrame:
@@ -95,11 +69,15 @@ def items_frame(attempts: pd.DataFrame) -> pd.DataFrame:
         attempts=("attempt", "size"),
         cost_total=("cost_usd", "sum"),
         cached_total=("cached_answers", "sum"),
+        cost_known_all=("cost_known", "all"),
         **{f"{c}_total": (c, "sum") for c in TOKEN_COLUMNS},
     )
     items = final.join(totals)
     items["cost_usd"] = items.pop("cost_total")
     items["cached_answers"] = items.pop("cached_total").fillna(0).astype(int)
+    items["cost_known"] = items.pop("cost_known_all").astype(bool)
+    usage = {key: merge_usage(group) for key, group in ordered.groupby(keys, sort=True)["model_usage"]}
+    items["model_usage"] = [usage[key] for key in items.index]
     for column in TOKEN_COLUMNS:
         items[column] = items.pop(f"{column}_total").astype(int)
     items["tokens"] = items[TOKEN_COLUMNS].sum(axis=1).astype(int)
@@ -132,6 +110,4 @@ def dimensions_frame(items: pd.DataFrame) -> pd.DataFrame:
 
 def cycle_ids(work_dir: Path) -> list[str]:
     """The cycles that have at least one finished attempt, oldest first."""
-    attempts = attempts_frame(work_dir)
-    finished = attempts[attempts["status"] != "running"]
-    return sorted(finished["cycle_id"].unique().tolist())
+    return RecordReader(Path(work_dir)).cycles()

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.fileio import atomic_write_text
+from harness.records import run_location
 from harness.tracking.frames import attempts_frame, items_frame
 from harness.tracking.markdown import _score, _status, summary_counts
 from harness.tracking.plots import plot_dimensions, plot_scores, plot_trajectories
@@ -82,8 +83,7 @@ def resolve_artifact(path_text: str | None, work_dir: Path, cycle: str, agent: s
         recorded = Path(path_text)
         candidates += [recorded] if recorded.is_absolute() else [Path.cwd() / recorded, work_dir.parent / recorded,
                                                                    work_dir / recorded]
-    base = work_dir / "runs" / cycle / agent
-    candidates += [base / case / f"attempt-{attempt}.md", base / f"attempt-{attempt}.md"]
+    candidates += [run_location(work_dir, cycle, agent, where).attempt_artifact(attempt) for where in (case, None)]
     return next((c for c in candidates if c.is_file()), None)
 
 

@@ -1,0 +1,103 @@
+"""The contract every check kind keeps, and the text helpers their reasons share.
+
+A check is a frozen object with a ``kind`` and a pure, thread-safe ``run(artifact, context)`` that
+returns a :class:`CheckResult`; one check may run on many threads at once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from harness import safe_regex
+from harness.errors import HarnessConfigError
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    """What a check may look at besides the artifact."""
+
+    inputs: Mapping[str, Any]
+    """The case's inputs, already loaded (fixture files are parsed YAML/JSON or text)."""
+    today: dt.date
+    """"Now" for date windows: UTC today unless the case pins it."""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check's verdict on one artifact."""
+
+    score: float
+    """0.0 .. 1.0"""
+    reason: str
+    """One line saying what was found, e.g. ``3/4 dates within 14 days; stale: 2025-12-01``."""
+    fixes: tuple[str, ...] = ()
+    """Actionable suggested fixes for the reviser."""
+
+
+class Check(Protocol):
+    """A parsed deterministic check; ``run`` is pure and thread-safe."""
+
+    kind: str
+
+    def run(self, artifact: str, context: CheckContext) -> CheckResult: ...
+
+
+# --------------------------------------------------------------------------------------------- reasons
+
+REASON_ITEM_LIMIT = 3
+TEXT_LIMIT = 120
+
+
+def one_line(text: str, limit: int = TEXT_LIMIT) -> str:
+    """Collapse whitespace so a reason stays on one line, and cap its length."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def quoted_list(values: Iterable[str], limit: int = REASON_ITEM_LIMIT) -> str:
+    items = [repr(v) for v in values]
+    shown = ", ".join(items[:limit])
+    if len(items) > limit:
+        shown += f" (+{len(items) - limit} more)"
+    return shown
+
+
+def plural(count: int, word: str) -> str:
+    if count == 1:
+        return f"{count} {word}"
+    return f"{count} {word}es" if word.endswith(("s", "sh", "ch", "x")) else f"{count} {word}s"
+
+
+# --------------------------------------------------------------------------------------------- matching
+
+
+@functools.lru_cache(maxsize=1024)
+def phrase_regex(phrase: str, *, case_sensitive: bool) -> re.Pattern[str]:
+    """Match ``phrase`` as a whole phrase: any run of whitespace matches any other, and a phrase that
+    starts or ends with a word character does not match inside a longer word ('AI' is not in 'said')."""
+    body = r"\s+".join(re.escape(part) for part in phrase.split())
+    if re.match(r"\w", phrase.strip()):
+        body = r"(?<!\w)" + body
+    if re.search(r"\w$", phrase.strip()):
+        body += r"(?!\w)"
+    return re.compile(body, 0 if case_sensitive else re.IGNORECASE)
+
+
+def count_matches(pattern: re.Pattern[str], text: str) -> int:
+    return sum(1 for _ in pattern.finditer(text))
+
+
+def run_user_pattern(pattern: re.Pattern[str], text: str, path: str, field_name: str) -> safe_regex.Matches:
+    """A rubric's own pattern, run where it can be stopped (harness/safe_regex.py)."""
+    try:
+        return safe_regex.finditer(pattern, text)
+    except safe_regex.RegexTimeout as exc:
+        raise HarnessConfigError(path, field_name, f"pattern {one_line(pattern.pattern, 60)!r} {exc} and was "
+                                 "stopped (catastrophic backtracking)",
+                                 "simplify the pattern: no nested or overlapping quantifiers such as (a+)+ or "
+                                 "\\d+\\d+") from None

@@ -1,0 +1,193 @@
+"""The ``python`` check: a function of the user's project scores the artifact.
+
+Also :func:`import_callable`, which the ``python`` runners use to import ``module:function`` the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import importlib
+import inspect
+import math
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.checks.base import CheckContext, CheckResult, one_line
+from harness.checks.fields import Fields
+from harness.checks.registry import check_kind
+from harness.errors import AgentRunError
+
+_SYS_PATH_LOCK = threading.RLock()
+
+
+@contextlib.contextmanager
+def _on_sys_path(root: Path) -> Iterator[None]:
+    """Put ``root`` first on sys.path for the duration, unless it is already there."""
+    entry = str(root)
+    with _SYS_PATH_LOCK:
+        added = entry not in sys.path and str(root.resolve()) not in sys.path
+        if added:
+            sys.path.insert(0, entry)
+        importlib.invalidate_caches()
+        try:
+            yield
+        finally:
+            if added:
+                with contextlib.suppress(ValueError):
+                    sys.path.remove(entry)
+
+
+def _is_under(file: str | None, root: Path) -> bool:
+    if not file:
+        return False
+    try:
+        Path(file).resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def _import_callable(spec: str, f: Fields, key: str | None) -> Callable[..., Any]:
+    import_root = f.import_root
+    module_name, sep, attr_path = spec.partition(":")
+    if not sep or not all(p.isidentifier() for p in module_name.split(".")) or not all(
+        p.isidentifier() for p in attr_path.split(".")
+    ):
+        raise f.error(key, f"{spec!r} is not 'module:function'",
+                      "write e.g. 'my_checks:score_sources' (module importable from the rubric's project root)")
+    top = module_name.split(".")[0]
+    with _on_sys_path(import_root):
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name and (exc.name == module_name or module_name.startswith(exc.name + ".")):
+                raise f.error(key, f"module {module_name!r} cannot be imported: not found under {import_root} "
+                              "or on sys.path",
+                              f"create {import_root / module_name.replace('.', '/')}.py or fix the name") from None
+            raise f.error(key, f"module {module_name!r} cannot be imported: it needs {exc.name!r}, which is missing",
+                          f"install {exc.name!r} or remove the import") from None
+        except Exception as exc:  # a broken user module: SyntaxError, NameError, anything at import time
+            problem = f"module {module_name!r} cannot be imported: {type(exc).__name__}: {one_line(str(exc))}"
+            raise f.error(key, problem,
+                          "fix the module so `python -c 'import " + module_name + "'` works") from None
+    candidates = (import_root / f"{top}.py", import_root / top / "__init__.py")
+    if any(c.exists() for c in candidates) and not _is_under(getattr(module, "__file__", None), import_root):
+        raise f.error(key, f"module name {module_name!r} is already taken by {getattr(module, '__file__', None)}, "
+                      f"so {import_root / top} is not the one imported",
+                      "rename the check module to a unique name")
+    target: Any = module
+    for part in attr_path.split("."):
+        if not hasattr(target, part):
+            names = [n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n, None))]
+            close = difflib.get_close_matches(part, names, n=1)
+            hint = (f"did you mean {close[0]!r}?" if close
+                    else f"define it (callables there: {', '.join(names[:8]) or 'none'})")
+            raise f.error(key, f"module {module_name!r} has no function {attr_path!r}", hint)
+        target = getattr(target, part)
+    if not callable(target):
+        raise f.error(key, f"{spec} is a {type(target).__name__}, not a function",
+                      "point at a function taking (artifact, context, **options)")
+    return target
+
+
+def import_callable(spec: str, *, path: Path | str, field: str, import_root: Path) -> Callable[..., Any]:
+    """Import ``module:function`` from ``import_root``; every problem names ``path`` and ``field``."""
+    return _import_callable(spec, Fields(Path(path), field, Path(path).parent, import_root), None)
+
+
+def _to_result(spec: str, value: Any) -> CheckResult:
+    """Turn what a check function returned into a CheckResult, or raise AgentRunError."""
+
+    def score_of(raw: Any) -> float:
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+            raise AgentRunError(f"check {spec} returned score {one_line(repr(raw), 60)} "
+                                f"({type(raw).__name__}); return a number from 0.0 to 1.0")
+        if math.isnan(raw) or not 0.0 <= raw <= 1.0:
+            raise AgentRunError(f"check {spec} returned score {raw!r}, outside 0.0..1.0")
+        return float(raw)
+
+    def reason_of(raw: Any, score: float) -> str:
+        if raw is None:
+            return f"{spec} scored {score:.2f}"
+        if not isinstance(raw, str):
+            raise AgentRunError(f"check {spec} returned reason {one_line(repr(raw), 60)} "
+                                f"({type(raw).__name__}); return a string")
+        return one_line(raw, 300) or f"{spec} scored {score:.2f}"
+
+    def fixes_of(raw: Any) -> tuple[str, ...]:
+        if raw is None:
+            return ()
+        if isinstance(raw, str) or not isinstance(raw, (list, tuple)) or not all(isinstance(x, str) for x in raw):
+            raise AgentRunError(f"check {spec} returned fixes {one_line(repr(raw), 60)}; return a list of strings")
+        return tuple(raw)
+
+    if isinstance(value, CheckResult):
+        score = score_of(value.score)
+        return CheckResult(score, reason_of(value.reason, score), fixes_of(value.fixes))
+    if isinstance(value, tuple):
+        if len(value) != 2:
+            raise AgentRunError(f"check {spec} returned a tuple of {len(value)}; return (score, reason)")
+        score = score_of(value[0])
+        return CheckResult(score, reason_of(value[1], score))
+    if isinstance(value, Mapping):
+        extra = sorted(set(map(str, value)) - {"score", "reason", "fixes"})
+        if extra or "score" not in value:
+            problem = f"unknown keys {', '.join(extra)}" if extra else "no 'score'"
+            raise AgentRunError(f"check {spec} returned a dict with {problem}; return {{score, reason, fixes}}")
+        score = score_of(value["score"])
+        return CheckResult(score, reason_of(value.get("reason"), score), fixes_of(value.get("fixes")))
+    score = score_of(value)
+    return CheckResult(score, reason_of(None, score))
+
+
+@dataclass(frozen=True)
+class PythonCheck:
+    """Call ``function(artifact, context, **options)``; it returns a float, ``(score, reason)``,
+    ``{score, reason, fixes}`` or a CheckResult. An exception or a malformed return is an AgentRunError."""
+
+    spec: str
+    function: Callable[..., Any] = field(compare=False, repr=False)
+    options: Mapping[str, Any] = field(default_factory=dict)
+    kind = "python"
+
+    def run(self, artifact: str, context: CheckContext) -> CheckResult:
+        try:
+            value = self.function(artifact, context, **dict(self.options))
+        except Exception as exc:
+            raise AgentRunError(f"check {self.spec} raised {type(exc).__name__}: {one_line(str(exc), 300)}") from exc
+        return _to_result(self.spec, value)
+
+
+@check_kind("python")
+def parse_python(raw: Any, f: Fields) -> PythonCheck:
+    example = "python: {function: 'my_checks:score_sources', options: {min_sources: 2}}"
+    if isinstance(raw, str):
+        spec, key, options = raw, None, {}
+    else:
+        opts = f.mapping(raw, allowed=("function", "options"), example=example, required_any=("function",))
+        spec, key = f.string(opts["function"], "function"), "function"
+        options = opts.get("options", {})
+        if options is None:
+            options = {}
+        if not isinstance(options, Mapping) or not all(isinstance(k, str) and k.isidentifier() for k in options):
+            raise f.error("options", f"expected a mapping of keyword arguments, got {one_line(repr(options), 60)}",
+                          "write options: {name: value} with identifier names")
+    function = _import_callable(f.string(spec, key), f, key)
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # some builtins have no signature; the call will tell
+        signature = None
+    if signature is not None:
+        try:
+            signature.bind("artifact", None, **options)
+        except TypeError as exc:
+            names = ", ".join(options) or "no options"
+            raise f.error(key, f"{spec} cannot be called as {spec.partition(':')[2]}(artifact, context, **options) "
+                          f"with {names}: {exc}",
+                          "accept (artifact, context) plus each option as a keyword argument") from None
+    return PythonCheck(spec, function, dict(options))

@@ -1,0 +1,122 @@
+"""Check kinds by name, and the one entry point that turns a rubric's ``check:`` into a check.
+
+The built-in kinds register themselves with ``@check_kind("regex")``; plugins add kinds through the
+``pytest_harness_check_kinds`` hook, merged once per session by :func:`with_plugin_kinds`.
+
+Every parser, built-in or not, has one signature (:data:`CheckParser`)::
+
+    def parse_max_words(options: Any, fields: Fields) -> Check: ...
+
+``options`` is the YAML value under the kind, as written; ``fields`` names the rubric file and field
+(:class:`~harness.checks.fields.Fields`), knows the rubric's folder and the import root, and validates
+options with one-line errors. A parser raises ``HarnessConfigError`` (``fields.error(...)``) for every
+mistake and returns a frozen check whose ``run(artifact, context)`` is pure and thread-safe.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+from harness.checks.base import Check, one_line
+from harness.checks.fields import Fields
+from harness.errors import HarnessConfigError
+
+CheckParser = Callable[[Any, Fields], Check]
+"""``parser(options, fields) -> Check``: see the module docstring."""
+
+HOOK = "pytest_harness_check_kinds"
+
+_BUILTIN: dict[str, CheckParser] = {}
+_P = TypeVar("_P", bound=CheckParser)
+
+
+def check_kind(name: str) -> Callable[[_P], _P]:
+    """Register the decorated parser as the built-in check kind ``name``."""
+
+    def register(parser: _P) -> _P:
+        if name in _BUILTIN:
+            raise ValueError(f"check kind {name!r} is registered twice")
+        _BUILTIN[name] = parser
+        return parser
+
+    return register
+
+
+def builtin_kinds() -> Mapping[str, CheckParser]:
+    """The built-in kinds, in the order they registered."""
+    return MappingProxyType(_BUILTIN)
+
+
+def with_plugin_kinds(contributions: Iterable[tuple[str, Any]]) -> Mapping[str, CheckParser]:
+    """The built-in kinds plus those plugins add.
+
+    ``contributions`` pairs each plugin (its file, or its name) with what its ``pytest_harness_check_kinds``
+    returned. A kind that shadows a built-in or another plugin's kind, a name that is not an identifier and
+    a parser that is not callable are each a ``HarnessConfigError`` naming the plugin and the kind.
+    """
+    kinds: dict[str, CheckParser] = dict(_BUILTIN)
+    added_by: dict[str, str] = {}
+    for source, offered in contributions:
+        if offered is None:
+            continue
+        if not isinstance(offered, Mapping):
+            raise HarnessConfigError(source, HOOK, f"returned {type(offered).__name__} "
+                                     f"{one_line(repr(offered), 60)}, not a mapping of kind names to parsers",
+                                     "return e.g. {'max_words': parse_max_words}")
+        for name, parser in offered.items():
+            if not isinstance(name, str) or not name.isidentifier():
+                raise HarnessConfigError(source, HOOK, f"check kind {name!r} is not a name",
+                                         "use letters, digits and '_', such as 'max_words'")
+            if name in _BUILTIN:
+                raise HarnessConfigError(source, HOOK, f"check kind {name!r} shadows the built-in kind {name!r}",
+                                         f"give the plugin's kind its own name, such as 'my_{name}'")
+            if name in added_by:
+                raise HarnessConfigError(source, HOOK, f"check kind {name!r} is also added by {added_by[name]}",
+                                         "keep one of the two plugins' kinds, or rename one")
+            if not callable(parser):
+                raise HarnessConfigError(source, HOOK, f"the parser of check kind {name!r} is a "
+                                         f"{type(parser).__name__}, not a function",
+                                         "map the name to a function parser(options, fields) -> check")
+            kinds[name] = parser
+            added_by[name] = source
+    return MappingProxyType(kinds)
+
+
+def parse_check(raw: Any, *, path: Path, field: str, base_dir: Path, import_root: Path,
+                kinds: Mapping[str, CheckParser] | None = None) -> Check:
+    """Parse the YAML value under a dimension's ``check:`` into a runnable check.
+
+    ``path`` and ``field`` (e.g. ``dimensions.bu_fit.check``) name the rubric file and field in errors;
+    ``base_dir`` resolves relative schema paths; ``import_root`` is put on ``sys.path`` while importing
+    ``module:function`` callables (temporarily, under a lock, only if not already there; a callable that
+    imports more modules lazily at call time must find them on the normal sys.path). ``kinds`` are the
+    kinds in effect (:func:`with_plugin_kinds`); by default the built-ins.
+
+    Raises HarnessConfigError for every mistake.
+    """
+    known = builtin_kinds() if kinds is None else kinds
+    names = ", ".join(known)
+    if not isinstance(raw, Mapping) or len(raw) != 1:
+        if isinstance(raw, Mapping) and len(raw) > 1:
+            problem = f"has {len(raw)} keys ({', '.join(map(str, raw))}); a check has exactly one kind"
+            fix = "keep one kind per dimension (split the others into their own dimensions)"
+        else:
+            problem = f"expected a mapping with one key, the check kind; got {one_line(repr(raw), 60)}"
+            fix = f"write e.g. check: {{regex: 'BU: \\w+'}}; kinds: {names}"
+        raise HarnessConfigError(path, field, problem, fix)
+    (kind, options), = raw.items()
+    if not isinstance(kind, str) or kind not in known:
+        close = difflib.get_close_matches(str(kind), list(known), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise HarnessConfigError(path, f"{field}.{kind}", f"unknown check kind {kind!r}",
+                                 f"{hint}known kinds: {names}")
+    check = known[kind](options, Fields(path, f"{field}.{kind}", base_dir, import_root))
+    if kind not in _BUILTIN and not callable(getattr(check, "run", None)):
+        raise HarnessConfigError(path, f"{field}.{kind}", f"the plugin parser of check kind {kind!r} returned "
+                                 f"{type(check).__name__}, which has no run(artifact, context)",
+                                 "make the parser return a check: an object with run(artifact, context)")
+    return check

@@ -1,0 +1,181 @@
+"""Providers: the one place a model's wire format lives, one module each, found by name.
+
+A model is named ``provider/name`` (``openai/gpt-4.1-mini``); a bare name is Anthropic's. The built-in
+providers are imported on first use (``anthropic`` and ``openai`` import their SDKs only when a call is
+made). Others plug in without touching this package:
+
+* a pytest plugin or conftest implements ``pytest_harness_providers()`` and returns ``{name: factory}``;
+* an installed package declares an entry point in the ``harness.providers`` group (``name = "pkg.mod:Cls"``).
+
+A factory is called as ``factory(settings, policy)`` and returns a :class:`Provider`. Every provider is
+wrapped by the same :class:`~harness.llm.policy.CallPolicy` (cache, concurrency, rate limits, cost), which
+the provider calls around each HTTP attempt through :meth:`CallPolicy.http_attempt`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from harness.errors import ExitCode, ModelCallError, did_you_mean
+
+if TYPE_CHECKING:
+    from harness.llm.policy import CallPolicy
+    from harness.llm.types import ModelReply, ModelRequest
+    from harness.models import ModelSettings
+
+ENTRY_POINT_GROUP = "harness.providers"
+_BUILTIN = {
+    "anthropic": "harness.llm.providers.anthropic:AnthropicProvider",
+    "openai": "harness.llm.providers.openai:OpenAIProvider",
+    "mock": "harness.llm.providers.mock:MockProvider",
+}
+
+ProviderFactory = Callable[..., "Provider"]  # (settings, policy, *, api_key=None, base_url=None)
+_registered: dict[str, ProviderFactory | str] = {}
+_lock = threading.Lock()
+
+
+class UnknownProvider(ValueError):
+    """A model names a provider nobody registered."""
+
+
+class Provider(ABC):
+    """One model behind one endpoint: turns a :class:`ModelRequest` into its wire format and back.
+
+    ``send`` returns a :class:`ModelReply` with ``usage`` and ``model`` filled and ``cost_usd`` left for the
+    policy; every failure is a :class:`~harness.errors.ModelCallError` with an exit code (never an SDK error).
+    """
+
+    name: ClassVar[str]
+    supports_batch: ClassVar[bool] = False
+
+    def __init__(self, settings: ModelSettings, policy: CallPolicy, *, api_key: str | None = None,
+                 base_url: str | None = None):
+        """``api_key`` and ``base_url`` override the provider's environment (a test's fake server)."""
+        self.settings = settings
+        self.policy = policy
+
+    @property
+    def base_url(self) -> str:
+        """Where the calls go; part of the response cache's key."""
+        return ""
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        """Why no call can be made, in a few words (``no ANTHROPIC_API_KEY``), or None when one can."""
+        return None
+
+    def check_model(self) -> str | None:
+        """A problem with the model name that is known without a call (one line), or None."""
+        return None
+
+    def preload(self) -> None:
+        """Start any slow import in the background (called when a call is likely)."""
+
+    @abstractmethod
+    def send(self, request: ModelRequest, *, batch: bool = False) -> ModelReply: ...
+
+    def close(self) -> None:
+        """Close connection pools; a later call opens new ones."""
+
+
+def register_provider(name: str, factory: ProviderFactory | str) -> None:
+    """Make ``name/...`` models use ``factory`` (or ``"module:attr"``, imported on first use).
+
+    A name already taken by another factory is a ValueError: two plugins must not silently fight over it.
+    """
+    with _lock:
+        taken = _registered.get(name) or _BUILTIN.get(name)
+        if taken is not None and taken != factory:
+            raise ValueError(f"model provider {name!r} is already registered ({_describe(taken)}); "
+                             "give the new provider another name")
+        _registered[name] = factory
+
+
+def unregister_provider(name: str) -> None:
+    with _lock:
+        _registered.pop(name, None)
+
+
+def known_providers() -> list[str]:
+    with _lock:
+        names = set(_BUILTIN) | set(_registered)
+    names |= {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return sorted(names)
+
+
+def provider_factory(name: str) -> ProviderFactory:
+    """The factory of provider ``name``; :class:`UnknownProvider` (with did-you-mean) when there is none."""
+    with _lock:
+        found = _registered.get(name) or _BUILTIN.get(name)
+    if found is None:
+        found = next((ep.value for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name), None)
+    if found is None:
+        known = known_providers()
+        raise UnknownProvider(f"unknown model provider {name!r}{did_you_mean(name, known)}; known: "
+                              f"{', '.join(known)} (write provider/model, e.g. openai/gpt-4.1-mini; a plugin adds "
+                              "providers through pytest_harness_providers)")
+    if isinstance(found, str):
+        module, _, attr = found.partition(":")
+        try:
+            found = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ModelCallError(f"model provider {name!r} could not be loaded from {module}:{attr}: {exc}",
+                                 ExitCode.CONFIG_ERROR) from None
+    return found  # type: ignore[return-value]
+
+
+def make_provider(settings: ModelSettings, policy: CallPolicy, **connection: str | None) -> Provider:
+    """The provider of ``settings.model``; ``connection`` is ``api_key`` and ``base_url`` overrides."""
+    return provider_factory(settings.provider)(settings, policy, **connection)
+
+
+def model_problem(settings: ModelSettings) -> str | None:
+    """What is wrong with a model name before any call (unknown provider, unknown mock model), or None."""
+    try:
+        factory = provider_factory(settings.provider)
+    except UnknownProvider as exc:
+        return str(exc)
+    check = getattr(factory, "check_name", None)
+    return check(settings.name) if callable(check) else None
+
+
+def one_line(text: object, limit: int = 300) -> str:
+    flat = " ".join(str(text).split()).rstrip(".")
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def retries_said(max_retries: int) -> str:
+    return (f"after {max_retries} {'retry' if max_retries == 1 else 'retries'}" if max_retries > 0
+            else "retries off")
+
+
+def status_error(status: int, kind: str, detail: str, *, model: str, after: str, key_variable: str,
+                 overloaded: tuple[int, ...] = (529,)) -> ModelCallError:
+    """An HTTP error status as a ModelCallError with the exit code every provider uses for it."""
+    if status == 429:
+        return ModelCallError(f"model API rate limit ({kind}, {after}): {detail}; lower the concurrency or retry "
+                              "later", ExitCode.TEMP_FAIL)
+    if status in overloaded:
+        return ModelCallError(f"model API overloaded ({kind}, {after}): {detail}; retry later", ExitCode.TEMP_FAIL)
+    if status >= 500:
+        return ModelCallError(f"model API server error ({kind}, {after}): {detail}; retry later or check the API "
+                              "status", ExitCode.UNAVAILABLE)
+    if status == 401:
+        return ModelCallError(f"the API key was refused ({kind}): {detail}; check {key_variable}", ExitCode.PROTOCOL)
+    if status == 403:
+        return ModelCallError(f"the API key may not use {model} ({kind}): {detail}; check the key's permissions",
+                              ExitCode.PROTOCOL)
+    return ModelCallError(f"model API rejected the request to {model} ({kind}): {detail}; check the model name "
+                          "and the request", ExitCode.PROTOCOL)
+
+
+def _describe(factory: Any) -> str:
+    if isinstance(factory, str):
+        return factory
+    return f"{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', repr(factory))}"

@@ -1,0 +1,253 @@
+"""``openai/...``: chat completions through the official ``openai`` SDK (``pip install -e ".[openai]"``).
+
+The same path serves OpenAI and every OpenAI-compatible server (vLLM, Ollama, llama.cpp's server, a LiteLLM
+proxy): the base URL comes from the settings' ``base_url`` or ``OPENAI_BASE_URL``, the key from the variable
+the settings name or ``OPENAI_API_KEY``. A server of one's own often needs no key: with a base URL that is
+not OpenAI's and no key, a placeholder key is sent.
+
+The policy's bound and rate limits hold per HTTP attempt through a transport wrapped around the SDK's own
+(the SDK has no middleware); ``x-stainless-retry-count`` tells a retry. Note that ``prompt_tokens`` includes
+the cached tokens, which are recorded as cache reads.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from harness.errors import ExitCode, ModelCallError
+from harness.llm.providers import Provider, one_line, retries_said, status_error
+from harness.llm.types import Message, ModelReply, ModelRequest, ToolCall
+from harness.usage import Usage
+
+if TYPE_CHECKING:
+    import openai
+
+    from harness.llm.policy import CallPolicy
+    from harness.models import ModelSettings
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+KEY_VARIABLE = "OPENAI_API_KEY"
+_LOCAL_SERVER_KEY = "no-key-needed"  # OpenAI-compatible servers of one's own accept any key
+_STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "function_call": "tool_use",
+                 "content_filter": "refusal"}
+_preloading: threading.Thread | None = None
+_preload_lock = threading.Lock()
+
+
+def import_sdk() -> Any:
+    try:
+        return importlib.import_module("openai")
+    except ImportError:
+        raise ModelCallError("openai/... models need the openai package: pip install 'pytest-rubric[openai]' "
+                             "(or pip install openai)", ExitCode.CONFIG_ERROR) from None
+
+
+class OpenAIProvider(Provider):
+    name = "openai"
+
+    def __init__(self, settings: ModelSettings, policy: CallPolicy, *, api_key: str | None = None,
+                 base_url: str | None = None):
+        super().__init__(settings, policy)
+        self._key_variable = settings.api_key_env or KEY_VARIABLE
+        given_url = base_url or settings.base_url or os.environ.get("OPENAI_BASE_URL")
+        self._base_url = (given_url or DEFAULT_BASE_URL).rstrip("/")
+        key = api_key if api_key is not None else os.environ.get(self._key_variable)
+        if not key and given_url and not self._is_openai:
+            key = _LOCAL_SERVER_KEY
+        self._api_key = key or None
+        self._sdk: openai.OpenAI | None = None
+        self._sdk_lock = threading.Lock()
+
+    @property
+    def _is_openai(self) -> bool:
+        return self._base_url.startswith(DEFAULT_BASE_URL)
+
+    @property
+    def base_url(self) -> str:
+        return self._base_url
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        if self._api_key is not None:
+            return None
+        return f"no {self._key_variable} (nor OPENAI_BASE_URL for a server of your own)"
+
+    def preload(self) -> None:
+        global _preloading
+        with _preload_lock:
+            if _preloading is None:
+                _preloading = threading.Thread(target=import_sdk, name="harness-openai-import", daemon=True)
+                _preloading.start()
+
+    def _client(self) -> openai.OpenAI:
+        with self._sdk_lock:
+            if self._sdk is None:
+                sdk = import_sdk()
+                base = type(sdk.DefaultHttpxClient()).__mro__
+                http = importlib.import_module(next(c.__module__ for c in base if c.__name__ == "Client").split(".")[0])
+                try:
+                    self._sdk = sdk.OpenAI(
+                        api_key=self._api_key, base_url=self._base_url, timeout=self.settings.timeout_s,
+                        max_retries=self.settings.max_retries,
+                        http_client=sdk.DefaultHttpxClient(transport=_policy_transport(http, self)))
+                except Exception as err:
+                    raise ModelCallError(f"could not set up the model client for {self._base_url}: {one_line(err)}; "
+                                         "check OPENAI_BASE_URL", ExitCode.CONFIG_ERROR) from None
+            return self._sdk
+
+    def close(self) -> None:
+        with self._sdk_lock:
+            sdk, self._sdk = self._sdk, None
+        if sdk is not None:
+            sdk.close()
+
+    # -- one request ---------------------------------------------------------------------------------
+
+    def send(self, request: ModelRequest, *, batch: bool = False) -> ModelReply:
+        params = self.wire_params(request)
+        sdk = self._client()
+        try:
+            body = json.loads(sdk.chat.completions.with_raw_response.create(**params).http_response.content)
+        except Exception as err:
+            raise self._map_any(err) from None
+        choices = body.get("choices") if isinstance(body, dict) else None
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+            raise ModelCallError(f"the model API at {self._base_url} answered without choices; check OPENAI_BASE_URL "
+                                 "points at a chat completions API", ExitCode.PROTOCOL)
+        return reply_from_completion(body, request.model)
+
+    def wire_params(self, request: ModelRequest) -> dict[str, Any]:
+        """The chat completions parameters of a neutral request."""
+        messages: list[dict[str, Any]] = []
+        system = "\n\n".join(part for part in (request.cached_system_prefix, request.system) if part)
+        if system:  # OpenAI caches a repeated prompt prefix by itself: the stable prefix goes first
+            messages.append({"role": "system", "content": system})
+        for message in request.messages:
+            messages.extend(_wire_messages(message))
+        # OpenAI's newer models take only max_completion_tokens; compatible servers know max_tokens
+        limit = "max_completion_tokens" if self._is_openai else "max_tokens"
+        params: dict[str, Any] = {"model": request.model, "messages": messages, limit: request.max_tokens,
+                                  "temperature": request.temperature}
+        if request.tools:
+            params["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                                                 "parameters": t.schema}} for t in request.tools]
+            if request.tool_choice == "any":
+                params["tool_choice"] = "required"
+            elif request.tool_choice:
+                params["tool_choice"] = {"type": "function", "function": {"name": request.tool_choice}}
+            if not request.parallel_tools:
+                params["parallel_tool_calls"] = False
+        if request.output_schema is not None:
+            params["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": request.output_name, "schema": request.output_schema, "strict": False}}
+        return params
+
+    def _map_any(self, err: BaseException) -> BaseException:
+        import openai
+
+        if isinstance(err, ModelCallError):
+            return err
+        after = retries_said(self.settings.max_retries)
+        model = self.settings.name
+        if isinstance(err, openai.APITimeoutError):
+            return ModelCallError(f"model call to {model} timed out after {self.settings.timeout_s:g}s ({after}); "
+                                  "raise timeout_s or retry later", ExitCode.TIMEOUT)
+        if isinstance(err, openai.APIConnectionError):
+            cause = err.__cause__ or err
+            return ModelCallError(f"could not reach the model API at {self._base_url} ({after}): {one_line(cause)}; "
+                                  "check the network and OPENAI_BASE_URL", ExitCode.UNAVAILABLE)
+        if isinstance(err, openai.APIStatusError):
+            body = err.body if isinstance(err.body, Mapping) else {}
+            error = body.get("error") if isinstance(body.get("error"), Mapping) else body
+            kind = f"{err.status_code} {error.get('type')}" if error.get("type") else str(err.status_code)
+            detail = one_line(error.get("message") or err.message)
+            return status_error(err.status_code, kind, detail, model=model, after=after,
+                                key_variable=self._key_variable, overloaded=(503,))
+        if isinstance(err, json.JSONDecodeError):
+            return ModelCallError(f"the model API at {self._base_url} answered with something that is not JSON "
+                                  f"({one_line(err)}); check OPENAI_BASE_URL points at a chat completions API",
+                                  ExitCode.PROTOCOL)
+        if isinstance(err, (openai.OpenAIError, ValueError, TypeError)):
+            return ModelCallError(f"model call failed before an answer: {one_line(err)}; check the model settings",
+                                  ExitCode.PROTOCOL)
+        return err
+
+
+def _wire_messages(message: Message) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "tool", "tool_call_id": r.call_id, "content": r.content}
+                                 for r in message.tool_results]
+    if message.tool_calls:
+        out.append({"role": "assistant", "content": message.text or None, "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.input)}}
+            for c in message.tool_calls]})
+    elif message.text or not out:
+        out.append({"role": message.role, "content": message.text})
+    return out
+
+
+def reply_from_completion(body: Mapping[str, Any], requested_model: str) -> ModelReply:
+    """A ModelReply from a chat.completion (its JSON, as a dict)."""
+    choice = body["choices"][0]
+    message = choice.get("message") if isinstance(choice.get("message"), Mapping) else {}
+    text = message.get("content") if isinstance(message.get("content"), str) else ""
+    calls: list[ToolCall] = []
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping):
+            continue
+        try:
+            arguments = json.loads(function.get("arguments") or "{}")
+        except (ValueError, RecursionError):
+            arguments = None
+        if not isinstance(arguments, dict):  # not an object: shown to validation as the answer's text
+            text = text or str(function.get("arguments"))
+            continue
+        calls.append(ToolCall(str(call.get("id") or ""), str(function.get("name") or ""), arguments))
+    stop = _STOP_REASONS.get(str(choice.get("finish_reason")), choice.get("finish_reason"))
+    if message.get("refusal"):
+        text, stop = text or str(message["refusal"]), "refusal"
+    u = body.get("usage") if isinstance(body.get("usage"), Mapping) else {}
+    details = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"), Mapping) else {}
+    cached = int(details.get("cached_tokens") or 0)
+    usage = Usage(input_tokens=max(0, int(u.get("prompt_tokens") or 0) - cached),
+                  output_tokens=int(u.get("completion_tokens") or 0), cache_read_tokens=cached)
+    return ModelReply(text=text, tool_calls=tuple(calls), usage=usage,
+                      model=f"openai/{body.get('model') or requested_model}", stop_reason=stop)
+
+
+def _policy_transport(http: Any, provider: OpenAIProvider) -> Any:
+    """The SDK's transport wrapped so that every HTTP attempt runs under the call policy."""
+
+    class PolicyTransport(http.BaseTransport):  # type: ignore[misc,name-defined]
+        def __init__(self) -> None:
+            self.inner = http.HTTPTransport()
+
+        def handle_request(self, request: Any) -> Any:
+            is_call = request.method == "POST" and request.url.path.rstrip("/").endswith("/chat/completions")
+            body = None
+            if is_call and provider.policy.limiter is not None:
+                try:
+                    body = json.loads(request.content)
+                except ValueError:
+                    body = None
+            retry = request.headers.get("x-stainless-retry-count", "0") not in ("", "0")
+            return provider.policy.http_attempt(lambda: self.inner.handle_request(request), model_call=is_call,
+                                                retry=retry, body=body, tokens_used=_tokens_used)
+
+        def close(self) -> None:
+            self.inner.close()
+
+    return PolicyTransport()
+
+
+def _tokens_used(response: Any) -> tuple[int, int] | tuple[None, None]:
+    if not 200 <= int(response.status_code) < 300:
+        return None, None
+    response.read()
+    usage = json.loads(response.content).get("usage") or {}
+    return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)

@@ -1,0 +1,164 @@
+"""Provider-neutral requests and replies: what the harness asks a model and what comes back.
+
+Every provider (``harness.llm.providers``) turns a :class:`ModelRequest` into its own wire format and its
+answer into a :class:`ModelReply`; nothing above ``harness.llm`` sees a provider's message shapes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from harness.usage import Spend, Usage
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool the model called: ``input`` is the parsed arguments."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The answer to a :class:`ToolCall`, sent back in the next user turn."""
+
+    call_id: str
+    content: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class Message:
+    """One turn: text, the tool calls an assistant made, or the tool results a user turn returns."""
+
+    role: Literal["user", "assistant"]
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_results: tuple[ToolResult, ...] = ()
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        return cls("user", text)
+
+    @classmethod
+    def assistant(cls, text: str) -> Message:
+        return cls("assistant", text)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool the model may call; ``schema`` is the JSON Schema of its input."""
+
+    name: str
+    description: str
+    schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One request, before any provider's shape.
+
+    ``tool_choice``: ``None`` lets the model choose (``auto``), ``"any"`` requires some tool, a tool's name
+    forces that tool. ``output_schema`` asks for a JSON answer matching it through the server's structured
+    output (for providers and servers without tool calling). ``cached_system_prefix`` is a stable start of
+    the system prompt that a provider with prompt caching marks as cacheable. ``parallel_tools=False`` asks
+    for at most one tool call per answer.
+    """
+
+    model: str  # the name the provider knows (no ``provider/`` prefix)
+    system: str = ""
+    messages: tuple[Message, ...] = ()
+    tools: tuple[ToolSpec, ...] = ()
+    tool_choice: str | None = None
+    output_schema: dict[str, Any] | None = None
+    output_name: str = "result"
+    cached_system_prefix: str | None = None
+    max_tokens: int = 4096
+    temperature: float = 0.0
+    parallel_tools: bool = True
+
+    def cache_payload(self) -> dict[str, Any]:
+        """Everything that decides the answer, as JSON-able data (the response cache's key)."""
+        return {
+            "model": self.model, "system": self.system, "prefix": self.cached_system_prefix,
+            "messages": [_message_payload(m) for m in self.messages],
+            "tools": [{"name": t.name, "description": t.description, "schema": t.schema} for t in self.tools],
+            "tool_choice": self.tool_choice, "output_schema": self.output_schema, "max_tokens": self.max_tokens,
+            "parallel_tools": self.parallel_tools,
+        }
+
+
+def _message_payload(message: Message) -> dict[str, Any]:
+    return {"role": message.role, "text": message.text,
+            "tool_calls": [[c.id, c.name, c.input] for c in message.tool_calls],
+            "tool_results": [[r.call_id, r.content, r.is_error] for r in message.tool_results]}
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    """One model answer.
+
+    ``model`` is the model that answered, as records name it (``provider/name``; a bare name for Anthropic).
+    ``usage`` is what the answer took. ``cost_usd`` is what it cost this time: the price of ``usage`` (at the
+    batch discount when ``batched``), 0 when it came from the response cache (``cached``), None when the model
+    has no price.
+    """
+
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    usage: Usage
+    model: str
+    stop_reason: str | None  # normalised: end_turn, max_tokens, tool_use, refusal, or the provider's own word
+    cached: bool = False
+    batched: bool = False
+    cost_usd: float | None = 0.0
+
+    @property
+    def tool_call(self) -> ToolCall | None:
+        """The first tool call, if any."""
+        return self.tool_calls[0] if self.tool_calls else None
+
+    @property
+    def tool_input(self) -> dict[str, Any] | None:
+        return self.tool_calls[0].input if self.tool_calls else None
+
+    @property
+    def spend(self) -> Spend:
+        """This answer in the one account: a replayed answer is a cached one, with no tokens and no cost."""
+        spend = Spend()
+        if self.cached:
+            spend.add(self.model, Usage(), 0.0, calls=0, cached=1)
+        else:
+            spend.add(self.model, self.usage, self.cost_usd)
+        return spend
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    """The generation flow's result: the validated data, or the validation errors after the one retry.
+
+    ``usage`` and ``cost_usd`` sum the live calls (cache hits take no tokens and are free; ``cost_usd`` is None
+    when the model has no price); ``cache_hits`` counts the answers that came from the response cache.
+    """
+
+    success: bool
+    data: dict[str, Any] | None
+    raw_response: str | None
+    validation_errors: list[str]
+    attempts: int
+    usage: Usage
+    timings_ms: dict[str, float]
+    model: str = ""
+    cost_usd: float | None = 0.0
+    cache_hits: int = 0
+
+    @property
+    def spend(self) -> Spend:
+        """The calls behind this result in the one account (``harness.usage``)."""
+        spend = Spend()
+        spend.add(self.model, self.usage, self.cost_usd, calls=self.attempts - self.cache_hits,
+                  cached=self.cache_hits)
+        return spend

@@ -1,0 +1,71 @@
+"""Where the records of a work folder live on disk: the database, the cycles' folders and the files in them.
+
+```
+WORK/harness.db
+WORK/runs/{cycle}/{agent}[/{case}]/attempt-{n}.md, attempt-{n}.eval.json, final.md
+WORK/runs/{cycle}/run-log.json, reconciliation.json, .alive.lock, .reconciled
+```
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+DATABASE_NAME = "harness.db"
+RUNS_DIR = "runs"
+RUN_LOG_NAME = "run-log.json"
+ALIVE_LOCK = ".alive.lock"  # runs/{cycle}/: shared-locked by every process of the cycle's session
+RECONCILED_MARK = ".reconciled"  # runs/{cycle}/: its session is gone and its records were made whole
+RECONCILIATION_FILE = "reconciliation.json"  # runs/{cycle}/: what the session that made the cycle reconciled
+
+
+@dataclass(frozen=True)
+class RunLocation:
+    """Where one case's attempts live: ``runs/{cycle}/{agent}[/{case}]``."""
+
+    cycle_id: str
+    agent_name: str
+    directory: Path
+
+    def attempt_artifact(self, attempt: int) -> Path:
+        return self.directory / f"attempt-{attempt}.md"
+
+    def attempt_evaluation(self, attempt: int) -> Path:
+        return self.directory / f"attempt-{attempt}.eval.json"
+
+    def attempt_review(self, attempt: int) -> Path:
+        return self.directory / f"attempt-{attempt}.review.json"
+
+    @property
+    def final(self) -> Path:
+        return self.directory / "final.md"
+
+
+def database_path(work_dir: Path) -> Path:
+    return Path(work_dir) / DATABASE_NAME
+
+
+def runs_path(work_dir: Path) -> Path:
+    return Path(work_dir) / RUNS_DIR
+
+
+def cycle_path(work_dir: Path, cycle_id: str) -> Path:
+    return runs_path(work_dir) / cycle_id
+
+
+def run_log_path(work_dir: Path, cycle_id: str) -> Path:
+    return cycle_path(work_dir, cycle_id) / RUN_LOG_NAME
+
+
+def run_location(work_dir: Path, cycle_id: str, agent_name: str, case_id: str | None) -> RunLocation:
+    """An agent with one case keeps ``runs/{cycle}/{agent}``; with several, each case has a subfolder."""
+    directory = cycle_path(work_dir, cycle_id) / agent_name
+    if case_id is not None:
+        directory = directory / case_id
+    return RunLocation(cycle_id=cycle_id, agent_name=agent_name, directory=directory)
+
+
+def safe_cycle_name(cycle_id: str) -> bool:
+    """A cycle id from the database names one folder under ``runs/``, never a path out of it."""
+    return bool(cycle_id) and cycle_id not in (".", "..") and "/" not in cycle_id and "\\" not in cycle_id

@@ -1,0 +1,176 @@
+"""The read side of the records: every SELECT the harness makes on ``harness.db``, and :class:`RecordReader`.
+
+The ``select_*`` functions take a connection: :class:`~harness.records.store.RecordStore` runs them on its own
+(read-write) connection, :class:`RecordReader` on a read-only one, so the session that writes and the commands
+that read (``harness history``, ``report``, ``plot``, the compare gate) share one copy of the SQL.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing, contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from harness.models import RunRecord
+from harness.records.database import connect_read_only
+from harness.records.layout import RECONCILIATION_FILE, cycle_path, database_path, run_log_path, runs_path
+from harness.records.runlog import read_run_log
+from harness.records.schema import (
+    ADDED_DETAIL_COLUMNS,
+    decode_cost_known,
+    decode_json,
+    decode_model_usage,
+    detail_columns,
+)
+
+T = TypeVar("T")
+
+# The fields of one attempt as :func:`select_attempts` returns them (agent_runs joined with attempt_details).
+ATTEMPT_FIELDS = (
+    "run_id", "cycle_id", "agent_name", "attempt", "status", "overall_score", "feedback", "suggested_fixes",
+    "artifact_path", "created_at", "duration_ms", "rubric_version", "nodeid", "case_id", "rubric_name", "outcome",
+    "exit_code", "threshold", "model", "input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens",
+    "cost_usd", "dimensions", "samples", "cached_answers", "verdict", "model_usage", "cost_known",
+)
+
+_ATTEMPTS_SQL = """
+SELECT r.id AS run_id, r.cycle_id, r.agent_name, r.attempt, r.status, r.overall_score, r.feedback,
+       r.suggested_fixes, r.artifact_path, r.created_at, r.duration_ms, r.rubric_version,
+       d.nodeid, d.case_id, d.rubric_name, d.outcome, d.exit_code, d.threshold, d.model,
+       d.input_tokens, d.output_tokens, d.cache_write_tokens, d.cache_read_tokens, d.cost_usd,
+       d.dimensions, d.samples, {added}
+FROM agent_runs AS r JOIN attempt_details AS d ON d.run_id = r.id
+{where}
+ORDER BY r.cycle_id, d.nodeid, r.attempt, r.id
+"""
+_CYCLES_FILTER = "WHERE r.cycle_id IN (SELECT value FROM json_each(?))"
+
+_FINISHED_CYCLES_SQL = """
+SELECT DISTINCT r.cycle_id FROM agent_runs AS r JOIN attempt_details AS d ON d.run_id = r.id
+WHERE r.status != 'running' ORDER BY r.cycle_id
+"""
+
+_RUNS_OF_CYCLE_SQL = "SELECT * FROM agent_runs WHERE cycle_id = ? ORDER BY id"
+
+_LOOP_RESULTS_SQL = "SELECT nodeid, result FROM loop_results WHERE cycle_id = ?"
+
+
+def select_attempts(conn: sqlite3.Connection, cycles: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Every attempt (only those of ``cycles`` when given), ordered by cycle, item, attempt; keys ATTEMPT_FIELDS.
+
+    Decoded: ``dimensions`` a dict ``{dim: {score, weight, reason}}``, ``suggested_fixes`` a list, ``samples``
+    a list of per-sample overall scores or None, ``model_usage`` a dict by model or None, ``cost_known`` a
+    bool. A column an older database lacks reads as NULL (``cost_known`` as True)."""
+    present = detail_columns(conn)
+    added = ", ".join(f"d.{c}" if c in present else f"NULL AS {c}" for c in ADDED_DETAIL_COLUMNS)
+    sql = _ATTEMPTS_SQL.format(added=added, where=_CYCLES_FILTER if cycles is not None else "")
+    params = (json.dumps(list(cycles)),) if cycles is not None else ()
+    cursor = conn.execute(sql, params)
+    names = [column[0] for column in cursor.description]
+    rows = []
+    for values in cursor:
+        row = dict(zip(names, values))
+        row["dimensions"] = decode_json(row["dimensions"], {})
+        row["suggested_fixes"] = decode_json(row["suggested_fixes"], [])
+        row["samples"] = decode_json(row["samples"], None)
+        row["model_usage"] = decode_model_usage(row["model_usage"])
+        row["cost_known"] = decode_cost_known(row["cost_known"])
+        rows.append(row)
+    return rows
+
+
+def select_finished_cycles(conn: sqlite3.Connection) -> list[str]:
+    """The cycles with at least one finished attempt, oldest first."""
+    return [cycle for (cycle,) in conn.execute(_FINISHED_CYCLES_SQL)]
+
+
+def select_loop_results(conn: sqlite3.Connection, cycle_id: str) -> dict[str, dict[str, Any]]:
+    """The loop results of a cycle, by item (nodeid)."""
+    return {nodeid: json.loads(text) for nodeid, text in conn.execute(_LOOP_RESULTS_SQL, (cycle_id,))}
+
+
+def select_run_records(conn: sqlite3.Connection, cycle_id: str) -> list[tuple[int, RunRecord]]:
+    """The cycle's ``agent_runs`` rows as RunRecords, with their row ids, in row order."""
+    cursor = conn.execute(_RUNS_OF_CYCLE_SQL, (cycle_id,))
+    names = [column[0] for column in cursor.description]
+    return [(row["id"], run_record(row)) for row in (dict(zip(names, values)) for values in cursor)]
+
+
+def run_record(row: dict[str, Any]) -> RunRecord:
+    """An ``agent_runs`` row as the RunRecord it was written from."""
+    return RunRecord(
+        cycle_id=row["cycle_id"], agent_name=row["agent_name"], attempt=row["attempt"], status=row["status"],
+        overall_score=row["overall_score"], dimension_scores=json.loads(row["dimension_scores"] or "{}"),
+        feedback=row["feedback"] or "", suggested_fixes=json.loads(row["suggested_fixes"] or "[]"),
+        artifact_path=row["artifact_path"] or "", created_at=row["created_at"], duration_ms=row["duration_ms"],
+        rubric_version=row["rubric_version"])
+
+
+class RecordReader:
+    """The records of one work folder, read-only: what ``harness history``, ``report``, ``plot`` and the
+    compare gate read.
+
+    It never creates the database, the work folder or any file in it (a folder with no records reads as
+    empty), never migrates an older database (a column it lacks reads as NULL), and reads while a session
+    writes: each read sees the writer's last committed transaction and never blocks it (WAL).
+    """
+
+    def __init__(self, work_dir: Path):
+        self.work_dir = Path(work_dir)
+        self.database = database_path(self.work_dir)
+        self.runs_dir = runs_path(self.work_dir)
+
+    def exists(self) -> bool:
+        """Whether the work folder holds a database."""
+        return self.database.is_file()
+
+    @contextmanager
+    def connect(self) -> Iterator[sqlite3.Connection | None]:
+        """A read-only connection for the ``select_*`` functions; None when there is no database."""
+        if not self.exists():
+            yield None
+            return
+        with closing(connect_read_only(self.database)) as conn:
+            yield conn
+
+    def _read(self, select: Callable[[sqlite3.Connection], T], empty: T) -> T:
+        with self.connect() as conn:
+            if conn is None:
+                return empty
+            try:
+                return select(conn)
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):  # a database whose first session has not made its tables yet
+                    return empty
+                raise
+
+    def attempts(self, cycles: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Every attempt (only those of ``cycles`` when given); see :func:`select_attempts`."""
+        return self._read(lambda conn: select_attempts(conn, cycles), [])
+
+    def cycles(self) -> list[str]:
+        """The cycles with at least one finished attempt, oldest first."""
+        return self._read(select_finished_cycles, [])
+
+    def loop_results(self, cycle_id: str) -> dict[str, dict[str, Any]]:
+        """The loop results of a cycle, by item (nodeid)."""
+        return self._read(lambda conn: select_loop_results(conn, cycle_id), {})
+
+    def run_records(self, cycle_id: str) -> list[RunRecord]:
+        """The cycle's RunRecords as the database holds them, in row order."""
+        return [record for _, record in self._read(lambda conn: select_run_records(conn, cycle_id), [])]
+
+    def run_log(self, cycle_id: str) -> list[RunRecord]:
+        """The cycle's run-log.json; empty when it does not exist."""
+        return read_run_log(run_log_path(self.work_dir, cycle_id))
+
+    def reconciliation_note(self, cycle_id: str) -> str | None:
+        """The line saying what the session of ``cycle_id`` reconciled when it began, if it did anything."""
+        try:
+            note = json.loads((cycle_path(self.work_dir, cycle_id) / RECONCILIATION_FILE).read_text("utf-8"))
+            return str(note["summary"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None

@@ -1,0 +1,67 @@
+"""``runs/{cycle}/run-log.json``: a JSON array of RunRecords, one per line, appended on every attempt.
+
+Writers hold the file lock ``.run-log.lock`` beside it (several processes of a session share a cycle).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from harness.appendlog import read_entries
+from harness.fileio import atomic_write_text, file_lock
+from harness.models import RunRecord
+from harness.redaction import redact, redact_json
+
+RUN_LOG_TAIL = b"\n]\n"
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold the run-log's lock: one writer at a time, across processes."""
+    with file_lock(path.with_name(".run-log.lock")):
+        yield
+
+
+def write_entries(path: Path, entries: Sequence[Any]) -> None:
+    """Rewrite the whole array atomically, in the one-record-a-line layout :func:`append_run_log` extends."""
+    body = ",\n".join(json.dumps(e, ensure_ascii=False) for e in entries)
+    atomic_write_text(path, f"[\n{body}\n]\n")
+
+
+def append_run_log(path: Path, record: RunRecord) -> None:
+    """Append one RunRecord to the cycle's run-log.json, a JSON array with one record per line.
+
+    The append is one ``pwrite`` that replaces the closing ``]`` with the new line and a new
+    ``]``: O(1) however long the cycle, and the file is the old array or the new one whatever
+    happens to the process. (Against a power cut the SQLite row is the durable copy.) A file
+    that is not in this layout is read whole and rewritten atomically; a malformed one is
+    reported and never overwritten.
+    """
+    line = redact(json.dumps(redact_json(record.model_dump(mode="json")), ensure_ascii=False)).encode("utf-8")
+    with locked(path):
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except FileNotFoundError:
+            atomic_write_text(path, f"[\n{line.decode('utf-8')}\n]\n")
+            return
+        try:
+            size = os.fstat(fd).st_size
+            tail = len(RUN_LOG_TAIL)
+            if size > tail + 1 and os.pread(fd, tail, size - tail) == RUN_LOG_TAIL:
+                os.pwrite(fd, b",\n" + line + RUN_LOG_TAIL, size - tail)
+                return
+        finally:
+            os.close(fd)
+        entries = read_entries(path)  # raises, naming the file and line, when it is malformed
+        entries.append(json.loads(line))
+        write_entries(path, entries)
+
+
+def read_run_log(path: Path) -> list[RunRecord]:
+    """The cycle's RunRecords in the order they were appended; a missing file is an empty log."""
+    return [RunRecord.model_validate(e) for e in read_entries(path)]

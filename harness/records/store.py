@@ -1,0 +1,267 @@
+"""``RecordStore``: the session's writer of records (seed 000 sections 1 and 5), which reads back what it wrote.
+
+Writes are atomic: files go through a temp file and a rename, rows through SQLite transactions, so a crash or
+Ctrl-C leaves every earlier record whole and the database consistent. Several processes (pytest-xdist workers)
+may share one store: cycle ids and run-log.json updates are serialised by a file lock, SQLite by its own
+locking. Its reads run the read side's SQL (:mod:`harness.records.reader`) on its own connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import json
+import os
+import shutil
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.clock import utc_now
+from harness.fileio import atomic_write_json, atomic_write_text, file_lock
+from harness.models import EvaluatorOutput, RunRecord
+from harness.records import runlog
+from harness.records.database import connect_writer
+from harness.records.database import transaction as _transaction
+from harness.records.layout import (
+    ALIVE_LOCK,
+    RECONCILIATION_FILE,
+    RunLocation,
+    database_path,
+    run_location,
+    run_log_path,
+    runs_path,
+)
+from harness.records.reader import select_loop_results
+from harness.records.reconcile import Reconciliation, reconcile
+from harness.records.schema import DETAIL_WRITE_COLUMNS, AttemptDetails, detail_values, ensure_schema
+from harness.redaction import redact, redact_json
+
+_INSERT_DETAILS_SQL = (f"INSERT OR REPLACE INTO attempt_details ({', '.join(DETAIL_WRITE_COLUMNS)})"
+                       f" VALUES ({', '.join('?' for _ in DETAIL_WRITE_COLUMNS)})")
+
+
+class RecordStore:
+    """Artifacts, run-log.json and the SQLite database under one work folder."""
+
+    def __init__(self, work_dir: Path, root: Path | None = None):
+        self.work_dir = Path(work_dir)
+        self.root = Path(root) if root is not None else self.work_dir.parent
+        self._root_text = str(self.root.resolve())
+        self.runs_dir = runs_path(self.work_dir)
+        self.database = database_path(self.work_dir)
+        self._local = threading.local()
+        self._schema_ready = False
+        self._schema_lock = threading.Lock()
+        self._alive: dict[str, int] = {}  # cycle: descriptor holding the shared lock on its .alive.lock
+        self.reconciliation = Reconciliation()  # what allocating this store's cycle reconciled
+
+    # --- database --------------------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            self.work_dir.mkdir(parents=True, exist_ok=True)
+            conn = connect_writer(self.database)
+            self._local.conn = conn
+            with self._schema_lock:
+                if not self._schema_ready:
+                    ensure_schema(conn)
+                    self._schema_ready = True
+        return conn
+
+    transaction = staticmethod(_transaction)  # one write transaction: `with store.transaction(conn):`
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+        for fd in self._alive.values():
+            os.close(fd)  # releases the cycle's shared lock
+        self._alive.clear()
+
+    # --- cycles ----------------------------------------------------------------------------
+
+    def allocate_cycle(self, today: dt.date | None = None, session_token: str | None = None) -> str:
+        """Take the next free ``YYYY-MM-DD-NNN`` for today; safe across processes.
+
+        Processes of one pytest session (xdist workers) pass the same ``session_token`` and share
+        the cycle the first of them took. Each holds the cycle's ``.alive.lock`` shared until it closes the
+        store. The process that makes a new cycle first reconciles the cycles of sessions that are gone
+        (:meth:`reconcile`) and notes what it did in the new cycle's ``reconciliation.json``.
+        """
+        day = (today or dt.datetime.now(dt.timezone.utc).date()).isoformat()
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        with file_lock(self.work_dir / ".cycle.lock"):
+            existing = sorted(self.runs_dir.glob(f"{day}-[0-9][0-9][0-9]"))
+            if session_token is not None:
+                for folder in reversed(existing):
+                    marker = folder / ".session"
+                    if marker.is_file() and marker.read_text() == session_token:
+                        self._hold(folder.name)
+                        return folder.name
+            used = [int(p.name[len(day) + 1:]) for p in existing]
+            conn = self._connection()
+            row = conn.execute("SELECT MAX(cycle_id) FROM agent_runs WHERE cycle_id LIKE ?", (f"{day}-%",)).fetchone()
+            if row and row[0]:
+                used.append(int(row[0][len(day) + 1:]))
+            number = max(used, default=0) + 1
+            cycle_id = f"{day}-{number:03d}"
+            (self.runs_dir / cycle_id).mkdir()
+            self._hold(cycle_id)
+            if session_token is not None:
+                atomic_write_text(self.runs_dir / cycle_id / ".session", session_token)
+            self.reconciliation = self.reconcile()
+            if self.reconciliation:
+                atomic_write_json(self.runs_dir / cycle_id / RECONCILIATION_FILE, self.reconciliation.to_json())
+            return cycle_id
+
+    def _hold(self, cycle_id: str) -> None:
+        """Take the cycle's shared liveness lock for as long as this store is open."""
+        if cycle_id in self._alive:
+            return
+        fd = os.open(self.runs_dir / cycle_id / ALIVE_LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        self._alive[cycle_id] = fd
+
+    def reconcile(self) -> Reconciliation:
+        """Make whole the records of every cycle whose session is gone (:func:`harness.records.reconcile.reconcile`).
+
+        A session is gone when no process holds its cycle's ``.alive.lock`` (a killed process's lock goes
+        with it; a running session, its xdist workers included, holds it)."""
+        if not self.database.exists():
+            return Reconciliation()
+        return reconcile(self._connection(), self.runs_dir, self._alive)
+
+    def location(self, cycle_id: str, agent_name: str, case_id: str | None) -> RunLocation:
+        return run_location(self.work_dir, cycle_id, agent_name, case_id)
+
+    # --- attempts --------------------------------------------------------------------------
+
+    def start_attempt(self, where: RunLocation, attempt: int, rubric_version: str | None,
+                      details: AttemptDetails, created_at: str | None = None) -> int:
+        """Insert the attempt as ``running`` before any work, so a crash leaves a trace.
+
+        ``created_at`` is when the attempt started (default: now); its RunRecord must carry the same value."""
+        conn = self._connection()
+        with self.transaction(conn):
+            cursor = conn.execute(
+                "INSERT INTO agent_runs (cycle_id, agent_name, attempt, status, artifact_path, created_at,"
+                " rubric_version) VALUES (?, ?, ?, 'running', ?, ?, ?)",
+                (where.cycle_id, where.agent_name, attempt, self.display_path(where.attempt_artifact(attempt)),
+                 created_at or utc_now(), rubric_version),
+            )
+            run_id = cursor.lastrowid
+            self._write_details(conn, run_id, details)
+        return run_id
+
+    def write_artifact(self, where: RunLocation, attempt: int, text: str) -> Path:
+        path = where.attempt_artifact(attempt)
+        atomic_write_text(path, text)
+        return path
+
+    def write_evaluation(self, where: RunLocation, attempt: int, evaluation: EvaluatorOutput) -> Path:
+        path = where.attempt_evaluation(attempt)
+        atomic_write_json(path, evaluation.model_dump(mode="json", exclude_none=False))
+        return path
+
+    def write_review(self, where: RunLocation, attempt: int, review: dict[str, Any]) -> Path:
+        """``attempt-{n}.review.json``: the review contract's ReviewResult, for a review rubric."""
+        path = where.attempt_review(attempt)
+        atomic_write_json(path, review)
+        return path
+
+    def write_loop_result(self, where: RunLocation, nodeid: str, case_id: str, result: dict[str, Any]) -> None:
+        """The item's LoopResult (seed 000 section 6), a row of ``loop_results`` once its loop ends.
+
+        A row, not a file per item: creating a file costs about a millisecond a case on a busy disk."""
+        conn = self._connection()
+        with self.transaction(conn):
+            conn.execute("INSERT OR REPLACE INTO loop_results (cycle_id, nodeid, agent_name, case_id, result)"
+                         " VALUES (?, ?, ?, ?, ?)", (where.cycle_id, nodeid, where.agent_name, case_id,
+                                                     json.dumps(redact_json(result), ensure_ascii=False)))
+
+    def write_final(self, where: RunLocation, attempt: int) -> Path:
+        """``final.md``: the passing attempt (seed: symlink or copy). A hard link is a copy that costs
+        nothing (attempt files are never rewritten) and, unlike a symlink, survives moving the folder."""
+        source = where.attempt_artifact(attempt)
+        tmp = where.final.with_name(".final.md.tmp")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        try:
+            os.link(source, tmp)
+        except OSError:  # a filesystem without hard links
+            shutil.copyfile(source, tmp)
+        os.replace(tmp, where.final)
+        return where.final
+
+    def finish_attempt(self, run_id: int, record: RunRecord, details: AttemptDetails, run_log: Path) -> None:
+        """Complete the attempt's row and append its RunRecord to the cycle's run-log.json.
+
+        The row and the entry are one record: the row takes the record's ``created_at`` (the attempt's
+        start, which the engine also gave :meth:`start_attempt`)."""
+        conn = self._connection()
+        with self.transaction(conn):
+            conn.execute(
+                "UPDATE agent_runs SET status = ?, overall_score = ?, dimension_scores = ?, feedback = ?,"
+                " suggested_fixes = ?, artifact_path = ?, created_at = ?, duration_ms = ?, rubric_version = ?"
+                " WHERE id = ?",
+                (record.status, record.overall_score, json.dumps(record.dimension_scores),
+                 None if record.feedback is None else redact(record.feedback),
+                 json.dumps(redact_json(record.suggested_fixes)), record.artifact_path, record.created_at,
+                 record.duration_ms, record.rubric_version, run_id),
+            )
+            self._write_details(conn, run_id, details)
+        self.append_run_log(run_log, record)
+
+    @staticmethod
+    def _write_details(conn: sqlite3.Connection, run_id: int, details: AttemptDetails) -> None:
+        conn.execute(_INSERT_DETAILS_SQL, detail_values(run_id, details))
+
+    def record_verdict(self, cycle_id: str, nodeid: str, verdict: str) -> None:
+        """pytest's verdict on an item, kept on its final attempt (what reports and history count)."""
+        conn = self._connection()
+        with self.transaction(conn):
+            conn.execute(
+                "UPDATE attempt_details SET verdict = ? WHERE run_id = (SELECT d.run_id FROM attempt_details d"
+                " JOIN agent_runs r ON r.id = d.run_id WHERE r.cycle_id = ? AND d.nodeid = ?"
+                " ORDER BY r.attempt DESC, r.id DESC LIMIT 1)", (verdict, cycle_id, nodeid))
+
+    def display_path(self, path: Path) -> str:
+        """How records name a file: relative to the project root, absolute when outside it."""
+        relative = os.path.relpath(path, self._root_text)
+        return str(path) if relative.startswith("..") else relative
+
+    def run_log_path(self, cycle_id: str) -> Path:
+        return run_log_path(self.work_dir, cycle_id)
+
+    def append_run_log(self, path: Path, record: RunRecord) -> None:
+        """Append one RunRecord to the cycle's run-log.json (:func:`harness.records.runlog.append_run_log`)."""
+        runlog.append_run_log(path, record)
+
+    # --- reading back ----------------------------------------------------------------------
+
+    def read_run_log(self, cycle_id: str) -> list[RunRecord]:
+        return runlog.read_run_log(self.run_log_path(cycle_id))
+
+    def loop_results(self, cycle_id: str) -> dict[str, dict[str, Any]]:
+        """The loop results of a cycle, by item (nodeid)."""
+        return select_loop_results(self._connection(), cycle_id)
+
+    def rows(self, sql: str = "SELECT * FROM agent_runs ORDER BY id", params: tuple = ()) -> list[dict[str, Any]]:
+        """Rows of any query on this store's connection (tests and diagnostics); [] when there is no database."""
+        if not self.database.exists():
+            return []
+        conn = self._connection()
+        conn.row_factory = sqlite3.Row
+        try:
+            return [dict(row) for row in conn.execute(sql, params)]
+        finally:
+            conn.row_factory = None
+
+    def cycles(self) -> list[str]:
+        return [row["cycle_id"] for row in self.rows("SELECT DISTINCT cycle_id FROM agent_runs ORDER BY cycle_id")]

@@ -1,0 +1,354 @@
+"""Model providers: the openai provider through the real openai SDK against a fake chat-completions server on
+127.0.0.1, the in-process mock provider, the registry, and a suite whose producer and judge use two providers."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+
+from conftest import JUDGED_CASES, JUDGED_RUBRIC, Project, prompt_text
+from harness.errors import ExitCode, ModelCallError, ModelUnavailable
+from harness.llm import CallPolicy, Message, ModelClient, ModelSettings, Price, ToolSpec, Usage
+from harness.llm.providers import UnknownProvider, model_problem, provider_factory, register_provider
+from harness.llm.providers.mock import MockAnswer, forget_mock_model, mock_model
+from harness.testing.fake_openai import FakeOpenAI
+from harness.testing.fake_openai import Reply as OpenAIReply
+from harness.testing.fake_openai import judge_responder as openai_judge
+
+GPT = ModelSettings(model="openai/gpt-4.1-mini", timeout_s=5, max_retries=0)
+SCHEMA = {"type": "object", "required": ["answer"], "properties": {"answer": {"type": "integer", "maximum": 10}}}
+
+
+@pytest.fixture
+def fake_openai(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
+    """A running fake chat-completions API; OPENAI_BASE_URL points at it, OPENAI_API_KEY is a dummy."""
+    with FakeOpenAI() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test-dummy")
+        no_proxy = os.environ.get("NO_PROXY", "")
+        monkeypatch.setenv("NO_PROXY", ",".join(p for p in (no_proxy, "127.0.0.1", "localhost") if p))
+        yield server
+
+
+# -- openai, through the real SDK -------------------------------------------------------------------
+
+
+def test_a_forced_tool_call_validates_and_retries_once_in_openai_shapes(fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue(OpenAIReply.tool({"answer": 11}), OpenAIReply.tool({"answer": 7}))
+    result = ModelClient(GPT).generate_json(system="be brief", prompt="how many?", schema=SCHEMA, tool_name="submit")
+
+    assert result.success and result.data == {"answer": 7} and result.attempts == 2
+    first, retry = fake_openai.requests
+    assert first["model"] == "gpt-4.1-mini" and first["messages"][0] == {"role": "system", "content": "be brief"}
+    assert first["tool_choice"] == {"type": "function", "function": {"name": "submit"}}
+    assert first["tools"][0]["function"]["parameters"] == SCHEMA
+    # the retry shows the model its call and the error as the tool's result, in chat-completions turns
+    call, answer = retry["messages"][-2:]
+    assert call["role"] == "assistant" and call["tool_calls"][0]["function"]["name"] == "submit"
+    assert answer["role"] == "tool" and answer["tool_call_id"] == call["tool_calls"][0]["id"]
+    assert "answer: 11 is above the maximum 10" in answer["content"]
+    assert result.model == "openai/gpt-4.1-mini"
+
+
+def test_usage_counts_cached_prompt_tokens_as_cache_reads_and_prices_by_the_table(fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue(OpenAIReply.text("hi", usage={"prompt_tokens": 1000, "completion_tokens": 50,
+                                                    "cached_tokens": 600}))
+    policy = CallPolicy(prices={"openai/gpt-4.1-mini": Price(0.4, 1.6, 0.4, 0.1)})
+    reply = ModelClient(GPT, policy=policy).complete(messages=[Message.user("hello")])
+
+    assert reply.usage == Usage(input_tokens=400, output_tokens=50, cache_read_tokens=600)
+    assert reply.cost_usd == pytest.approx((400 * 0.4 + 50 * 1.6 + 600 * 0.1) / 1e6)
+    assert reply.stop_reason == "end_turn" and reply.text == "hi"
+
+
+def test_a_model_without_a_price_records_its_tokens_and_an_unknown_cost(fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue(OpenAIReply.text("hi", usage={"prompt_tokens": 10, "completion_tokens": 5}))
+    policy = CallPolicy()
+    reply = ModelClient(GPT, policy=policy).complete(messages=[Message.user("hello")])
+
+    assert reply.cost_usd is None and reply.usage.total_tokens == 15
+    assert reply.spend.cost_usd is None and reply.spend.usage.total_tokens == 15
+    stats = policy.stats.snapshot()
+    assert stats["unpriced"] == 1 and stats["cost_usd"] == 0 and policy.stats.unpriced_models == ["openai/gpt-4.1-mini"]
+
+
+def test_the_cost_cap_cannot_hold_for_a_model_without_a_price(fake_openai: FakeOpenAI) -> None:
+    with pytest.raises(ModelCallError, match="cannot hold: openai/gpt-4.1-mini has no price") as info:
+        ModelClient(GPT, policy=CallPolicy(max_cost_usd=1.0)).complete(messages=[Message.user("hello")])
+    assert info.value.exit_code == ExitCode.CONFIG_ERROR and fake_openai.calls == 0
+
+
+def test_429_with_retry_after_is_retried_under_the_policy(fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue(OpenAIReply.error(429, retry_after=0.01), OpenAIReply.text("ok"))
+    policy = CallPolicy()
+    reply = ModelClient(replace(GPT, max_retries=2), policy=policy).complete(messages=[Message.user("x")])
+
+    assert reply.text == "ok" and fake_openai.calls == 2
+    stats = policy.stats.snapshot()
+    assert stats["calls"] == 2 and stats["retries"] == 1 and stats["failures"] == 0
+
+
+@pytest.mark.parametrize(("reply", "code", "words"), [
+    (OpenAIReply.error(500), ExitCode.UNAVAILABLE, "server error (500"),
+    (OpenAIReply.error(429), ExitCode.TEMP_FAIL, "rate limit (429"),
+    (OpenAIReply.error(401), ExitCode.PROTOCOL, "check OPENAI_API_KEY"),
+    (OpenAIReply.error(400, message="bad model"), ExitCode.PROTOCOL, "bad model"),
+    (OpenAIReply.slow(2.0, OpenAIReply.text("late")), ExitCode.TIMEOUT, "timed out after 0.3s"),
+    (OpenAIReply.raw(200, "not json"), ExitCode.PROTOCOL, "not JSON"),
+], ids=["500", "429", "401", "400", "timeout", "not-json"])
+def test_failures_map_to_the_exit_codes_every_provider_uses(fake_openai: FakeOpenAI, reply: OpenAIReply,
+                                                            code: ExitCode, words: str) -> None:
+    fake_openai.queue(reply)
+    with pytest.raises(ModelCallError) as info:
+        ModelClient(replace(GPT, timeout_s=0.3)).complete(messages=[Message.user("x")])
+    assert info.value.exit_code == code and words in str(info.value)
+
+
+def test_concurrency_is_bounded_per_http_attempt(fake_openai: FakeOpenAI) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    fake_openai.responder = lambda request: OpenAIReply.text("ok")
+    fake_openai.latency_s = 0.05
+    policy = CallPolicy(3)
+    client = ModelClient(GPT, policy=policy)
+    with ThreadPoolExecutor(12) as pool:
+        list(pool.map(lambda n: client.complete(messages=[Message.user(str(n))]), range(12)))
+    assert fake_openai.calls == 12 and fake_openai.peak_in_flight <= 3 and policy.stats.snapshot()["calls"] == 12
+
+
+def test_json_schema_output_for_servers_without_tool_calling(fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue(OpenAIReply.json({"answer": 3}))
+    client = ModelClient(replace(GPT, structured_output="json_schema"))
+    result = client.generate_json(system="", prompt="how many?", schema=SCHEMA)
+    assert result.success and result.data == {"answer": 3}
+    (request,) = fake_openai.requests
+    assert "tools" not in request and request["response_format"]["json_schema"]["schema"] == SCHEMA
+
+
+def test_an_executor_style_tool_loop_round_trips(fake_openai: FakeOpenAI) -> None:
+    tools = [ToolSpec("read_file", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}}})]
+    fake_openai.queue(OpenAIReply.tool({"path": "a.txt"}, name="read_file"), OpenAIReply.text("done"))
+    client = ModelClient(GPT)
+    first = client.complete(messages=[Message.user("go")], tools=tools, parallel_tools=False)
+    call = first.tool_call
+    assert call is not None and call.name == "read_file" and call.input == {"path": "a.txt"}
+    from harness.llm import ToolResult
+
+    client.complete(messages=[Message.user("go"), Message("assistant", tool_calls=(call,)),
+                              Message("user", tool_results=(ToolResult(call.id, "contents"),))], tools=tools)
+    assert fake_openai.requests[0]["parallel_tool_calls"] is False
+    assert fake_openai.requests[1]["messages"][-1] == {"role": "tool", "tool_call_id": call.id, "content": "contents"}
+
+
+def test_without_a_key_openai_is_unavailable_but_a_server_of_ones_own_needs_none(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    client = ModelClient(GPT)
+    assert not client.available and client.unavailable_reason.startswith("no OPENAI_API_KEY")
+    with pytest.raises(ModelUnavailable):
+        client.complete(messages=[Message.user("x")])
+    local = ModelClient(replace(GPT, base_url="http://127.0.0.1:9/v1"))
+    assert local.available and local.base_url == "http://127.0.0.1:9/v1"
+
+
+def test_the_response_cache_key_includes_the_provider_and_base_url(fake_openai: FakeOpenAI, tmp_path) -> None:
+    from harness.testing import FakeAnthropic, Reply
+
+    fake_openai.responder = lambda request: OpenAIReply.text("from openai")
+    policy = CallPolicy.build(work_dir=tmp_path)
+    with FakeAnthropic() as anthropic_server:
+        anthropic_server.responder = lambda request: Reply.text("from anthropic")
+        same_name = ModelSettings(model="gpt-4.1-mini", timeout_s=5, max_retries=0)  # a bare name: anthropic
+        texts = [ModelClient(s, policy=policy, api_key="k", base_url=url).complete(messages=[Message.user("q")]).text
+                 for s, url in ((GPT, fake_openai.base_url), (same_name, anthropic_server.base_url))]
+        other = ModelClient(GPT, policy=policy, api_key="k", base_url=fake_openai.base_url.replace("127.0.0.1",
+                                                                                                   "localhost"))
+        other.complete(messages=[Message.user("q")])
+    assert texts == ["from openai", "from anthropic"]
+    assert fake_openai.calls == 2  # another base URL is another answer, not a cache hit
+    assert ModelClient(GPT, policy=policy).complete(messages=[Message.user("q")]).cached
+
+
+# -- mock ---------------------------------------------------------------------------------------------
+
+
+def test_mock_echo_answers_text_and_fills_a_schema_offline() -> None:
+    client = ModelClient(ModelSettings(model="mock/echo"))
+    assert client.available
+    assert client.complete(messages=[Message.user("say this")]).text == "say this"
+    result = client.generate_json(system="", prompt="p", schema=SCHEMA)
+    assert result.success and isinstance(result.data["answer"], int)
+    assert result.model == "mock/echo" and result.usage.input_tokens > 0
+
+
+def test_mock_score_judges_every_dimension_at_its_score() -> None:
+    schema = {"type": "object", "required": ["dimensionScores"], "properties": {"dimensionScores": {
+        "type": "object", "required": ["tone"], "properties": {"tone": {"type": "object", "properties": {
+            "score": {"type": "number"}, "weight": {"type": "number"}, "reason": {"type": "string"}}}}}}}
+    result = ModelClient(ModelSettings(model="mock/score-0.4")).generate_json(system="", prompt="p", schema=schema)
+    assert result.success and result.data["dimensionScores"]["tone"]["score"] == 0.4
+
+
+def test_a_scripted_mock_model_answers_and_fails_as_told() -> None:
+    seen = []
+
+    @mock_model("counting")
+    def counting(request):  # noqa: ANN001, ANN202
+        seen.append(request.messages[-1].text)
+        return MockAnswer(error_status=503) if len(seen) > 1 else {"answer": len(seen)}
+
+    try:
+        client = ModelClient(ModelSettings(model="mock/counting"))
+        assert client.generate_json(system="", prompt="one", schema=SCHEMA).data == {"answer": 1}
+        with pytest.raises(ModelCallError) as info:
+            client.complete(messages=[Message.user("two")])
+        assert info.value.exit_code == ExitCode.UNAVAILABLE and seen == ["one", "two"]
+    finally:
+        forget_mock_model("counting")
+    assert "no mock model 'counting'" in (model_problem(ModelSettings(model="mock/counting")) or "")
+
+
+# -- the registry ---------------------------------------------------------------------------------
+
+
+def test_an_unknown_provider_is_named_with_a_near_miss() -> None:
+    with pytest.raises(UnknownProvider, match=r"unknown model provider 'opnai' \(did you mean 'openai'\?\)"):
+        provider_factory("opnai")
+    assert model_problem(ModelSettings(model="claude-sonnet-4-6")) is None  # a bare name is Anthropic's
+    with pytest.raises(ModelCallError, match="unknown model provider 'nope'"):
+        ModelClient(ModelSettings(model="nope/x"))
+
+
+def test_a_provider_name_cannot_be_taken_twice() -> None:
+    with pytest.raises(ValueError, match="'openai' is already registered"):
+        register_provider("openai", lambda *a, **k: None)
+
+
+# -- a suite: the producer on one provider, the judge on another -------------------------------------
+
+MIXED_AGENTS = """\
+model:
+  model: mock/echo
+judge:
+  model: openai/gpt-4.1-mini
+  max_tokens: 1024
+  timeout_s: 5
+  max_retries: 0
+agents:
+  judged_writer:
+    rubric: judged
+    producer: prompts/writer.md
+    evaluator: prompts/judge.md
+"""
+
+
+def mixed_project(project: Project) -> Project:
+    project.judged()
+    project.agents(MIXED_AGENTS)
+    project.write("suites/prompts/writer.md", prompt_text("Test Writer", marker="WRITER-PROMPT"))
+    return project
+
+
+def test_a_producer_on_mock_and_a_judge_on_openai_record_their_costs_per_model(
+        project: Project, fake_openai: FakeOpenAI) -> None:
+    mixed_project(project)
+    project.write("prices.yaml", "openai/gpt-4.1-mini: {input: 0.4, output: 1.6}\nmock/echo: {input: 0, output: 0}\n")
+    project.ini("harness_prices = prices.yaml\n")
+    fake_openai.responder = openai_judge()
+    result = project.run("suites/", "--junitxml=report.xml")
+    result.assert_outcomes(passed=1)
+
+    (judge_request,) = fake_openai.requests
+    assert judge_request["model"] == "gpt-4.1-mini"  # the judge went to openai, the producer stayed in-process
+    (row,) = project.runs()
+    (details,) = project.rows("SELECT model_usage FROM attempt_details")
+    per_model = json.loads(details["model_usage"])
+    assert set(per_model) == {"mock/echo", "openai/gpt-4.1-mini"}
+    assert per_model["mock/echo"]["calls"] == 1 and per_model["mock/echo"]["cost_usd"] == 0
+    judge = per_model["openai/gpt-4.1-mini"]
+    assert judge["calls"] == 1 and judge["cost_usd"] == pytest.approx(
+        (judge["input_tokens"] * 0.4 + judge["output_tokens"] * 1.6) / 1e6)
+    assert row["cost_usd"] == pytest.approx(judge["cost_usd"])
+    assert "harness_models" in (project.root / "report.xml").read_text()
+
+
+def test_an_unpriced_judge_is_scored_and_its_cost_said_to_be_unknown(project: Project,
+                                                                    fake_openai: FakeOpenAI) -> None:
+    mixed_project(project)
+    fake_openai.responder = openai_judge()
+    result = project.run("suites/")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*openai/gpt-4.1-mini has no price: its tokens are recorded, its cost is unknown*"])
+    (row,) = project.runs()
+    (details,) = project.rows("SELECT cost_known FROM attempt_details")
+    assert details["cost_known"] == 0 and row["input_tokens"] > 0
+
+
+def test_the_cost_cap_with_an_unpriced_model_is_a_usage_error(project: Project) -> None:
+    mixed_project(project)
+    result = project.run("suites/", "--harness-max-cost", "1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--harness-max-cost cannot hold: agent judged_writer calls *has no price*"])
+
+
+def test_an_unknown_provider_in_agents_yaml_is_one_collection_line(project: Project) -> None:
+    mixed_project(project)
+    project.agents(MIXED_AGENTS.replace("openai/gpt-4.1-mini", "opnai/gpt-4.1-mini"))
+    result = project.run("suites/")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*agents.yaml: judge.model: unknown model provider 'opnai' (did you mean 'openai'?)*"])
+
+
+def test_the_judge_model_option_runs_a_suite_offline_on_the_mock(project: Project) -> None:
+    project.judged(JUDGED_CASES)
+    result = project.run("suites/", "--harness-judge-model", "mock/score-0.9")
+    result.assert_outcomes(passed=1)
+    (row,) = project.runs()
+    assert row["model"] == "mock/score-0.9" and row["overall_score"] == pytest.approx(0.5 * 0.9 + 0.3 * 0.9 + 0.2)
+    low = project.run("suites/", "--harness-judge-model", "mock/score-0.1")
+    low.assert_outcomes(failed=1)
+
+
+def test_the_judge_model_option_refuses_an_unknown_provider(project: Project) -> None:
+    project.judged(JUDGED_CASES)
+    result = project.run("suites/", "--harness-judge-model", "opnai/x")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unknown model provider 'opnai'*"])
+
+
+def test_a_plugin_provider_serves_the_judge(project: Project) -> None:
+    project.judged(JUDGED_CASES)
+    project.agents(MIXED_AGENTS.replace("openai/gpt-4.1-mini", "house/judge-1").replace("mock/echo",
+                                                                                          "claude-haiku-4-5"))
+    project.agents(project.root.joinpath("suites/agents.yaml").read_text().replace(
+        "producer: prompts/writer.md", 'producer: {python: "agentlib:produce"}'))
+    project.write("conftest.py", '''
+        from harness.llm import ModelReply, ToolCall, Usage
+        from harness.llm.providers import Provider
+        from harness.testing.schema_fill import evaluator_output
+
+
+        class House(Provider):
+            name = "house"
+
+            def send(self, request, *, batch=False):
+                schema = request.tools[0].schema
+                answer = evaluator_output(schema, {}, 1.0, 0.8)
+                return ModelReply(text="", tool_calls=(ToolCall("c1", request.tools[0].name, answer),),
+                                  usage=Usage(input_tokens=3, output_tokens=2), model=f"house/{request.model}",
+                                  stop_reason="tool_use")
+
+
+        def pytest_harness_providers():
+            return {"house": House}
+    ''')
+    result = project.run("suites/")
+    result.assert_outcomes(passed=1)
+    (row,) = project.runs()
+    assert row["model"] == "house/judge-1" and row["input_tokens"] == 3
+    assert project.run("suites/").ret == 0  # a second session registers it again: no "already registered"
