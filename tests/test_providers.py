@@ -352,3 +352,16 @@ def test_a_plugin_provider_serves_the_judge(project: Project) -> None:
     (row,) = project.runs()
     assert row["model"] == "house/judge-1" and row["input_tokens"] == 3
     assert project.run("suites/").ret == 0  # a second session registers it again: no "already registered"
+
+
+def test_the_tournaments_cost_meter_prices_with_the_runs_table_and_keeps_unpriced_tokens() -> None:
+    from harness.tournament.agents import CostMeter
+
+    priced = ModelClient(ModelSettings(model="mock/echo"), policy=CallPolicy(prices={"mock/echo": Price(1e6, 0, 0, 0)}))
+    meter = CostMeter()
+    meter.add(priced.generate_json(system="", prompt="p", schema=SCHEMA))
+    cost = meter.cost
+    assert cost["model"] == "mock/echo" and cost["calls"] == 1 and cost["cost_usd"] == cost["input_tokens"] > 0
+    unpriced = CostMeter()
+    unpriced.add(ModelClient(ModelSettings(model="mock/echo")).complete(messages=[Message.user("x")]))
+    assert unpriced.cost["cost_usd"] == 0 and unpriced.cost["input_tokens"] > 0 and not unpriced.spend.cost_known

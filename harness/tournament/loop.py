@@ -22,6 +22,8 @@ from typing import Any
 from harness.errors import ExitCode, HarnessConfigError, HarnessError
 from harness.sandbox import kill_active
 from harness.tournament import execution, planning, recording, selection, stopping
+from harness.events import Events, TournamentStep
+from harness.llm import CallPolicy
 from harness.tournament.agents import ModelAccess
 from harness.tournament.confine import UNCONFINED_FLAG
 from harness.tournament.context import Context
@@ -87,10 +89,13 @@ class Tournament:
 
     def __init__(self, goal: Goal, repo: GitRepo, *, echo: Callable[[str], None] = print,
                  client: Any | None = None, interrupt_after: int | None = None, approve: tuple[str, ...] = (),
-                 allow_unconfined: bool = False, layout: Layout | None = None):
-        self.ctx = Context.make(goal, repo, layout or Layout(repo.root, goal.slug), echo=echo,
-                                access=ModelAccess(goal, client), approve=approve,
-                                allow_unconfined=allow_unconfined, interrupt_after=interrupt_after)
+                 allow_unconfined: bool = False, layout: Layout | None = None, events: Events | None = None):
+        layout = layout or Layout(repo.root, goal.slug)
+        # every model call of the run under one policy: the response cache in the work folder, prices, limits
+        self.policy = CallPolicy.build(work_dir=layout.work_dir)
+        self.policy.events = self.events = events if events is not None else Events()
+        self.ctx = Context.make(goal, repo, layout, echo=echo, access=ModelAccess(goal, client, self.policy),
+                                approve=approve, allow_unconfined=allow_unconfined, interrupt_after=interrupt_after)
         self.goal, self.repo, self.layout, self.store = goal, repo, self.ctx.layout, self.ctx.store
         self.echo = echo
         self.branch = ""
@@ -155,6 +160,7 @@ class Tournament:
                 raise
             finally:
                 self.repo.remove_worktrees_under(self.layout.worktrees)
+                self.policy.close()
         summary.plots = recording.plot(self.ctx) if self.want_plots else []
         return summary
 
@@ -206,6 +212,7 @@ class Tournament:
             # one write: a kill right after it leaves a state that resumes
             state = self.store.new(n, run=self.run_info.model_copy(), base_commit=self.repo.head(),
                                    branch=self.branch)
+        self.events.emit(TournamentStep(self.goal.slug, n, "iteration_started"))
         plans = self._plan(n, state, settings)
         approved = [p for p in plans if p.critic_approved]
         if approved and state.execution.status != "completed":
@@ -216,6 +223,8 @@ class Tournament:
             self._record(n, state, plans)
         self._stop_check(n, state, settings)
         assert state.tournament.outcome is not None
+        self.events.emit(TournamentStep(self.goal.slug, n, "iteration_finished",
+                                        {"outcome": state.tournament.outcome.status}))
         return state.tournament.outcome.status
 
     # each step a method of its own, so a test can stop a run at any of them
