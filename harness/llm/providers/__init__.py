@@ -84,6 +84,53 @@ class Provider(ABC):
         """Close connection pools; a later call opens new ones."""
 
 
+class SdkProvider(Provider):
+    """A provider behind a vendor SDK: the key and endpoint it resolved, and one SDK client built on the first
+    call (never at construction: importing an SDK takes up to seconds) and closed with :meth:`close`."""
+
+    url_variable: ClassVar[str]  # the environment variable of the endpoint, named in errors
+    key_hint: ClassVar[str] = ""  # what else than the key would make a call possible
+
+    def __init__(self, settings: ModelSettings, policy: CallPolicy, *, api_key: str | None, base_url: str,
+                 key_variable: str):
+        super().__init__(settings, policy)
+        self._api_key = api_key or None
+        self._base_url = base_url.rstrip("/")
+        self._key_variable = key_variable
+        self._sdk: Any = None
+        self._sdk_lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str:
+        return self._base_url
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        return None if self._api_key is not None else f"no {self._key_variable}{self.key_hint}"
+
+    def _make_sdk(self) -> Any:
+        """The SDK's client for this provider's key, endpoint, timeout and retries."""
+        raise NotImplementedError
+
+    def _client(self) -> Any:
+        with self._sdk_lock:
+            if self._sdk is None:
+                try:
+                    self._sdk = self._make_sdk()
+                except ModelCallError:
+                    raise
+                except Exception as err:  # e.g. a malformed base URL
+                    raise ModelCallError(f"could not set up the model client for {self._base_url}: {one_line(err)}; "
+                                         f"check {self.url_variable}", ExitCode.CONFIG_ERROR) from None
+            return self._sdk
+
+    def close(self) -> None:
+        with self._sdk_lock:
+            sdk, self._sdk = self._sdk, None
+        if sdk is not None:
+            sdk.close()
+
+
 def register_provider(name: str, factory: ProviderFactory | str) -> None:
     """Make ``name/...`` models use ``factory`` (or ``"module:attr"``, imported on first use).
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import ExitCode, ModelCallError
-from harness.llm.providers import Provider, one_line, retries_said, status_error
+from harness.llm.providers import SdkProvider, one_line, retries_said, status_error
 from harness.llm.types import Message, ModelReply, ModelRequest, ToolCall
 from harness.usage import Usage
 
@@ -64,52 +64,24 @@ def _preload_sdk() -> None:
             _preloading.start()
 
 
-class AnthropicProvider(Provider):
+class AnthropicProvider(SdkProvider):
     name = "anthropic"
     supports_batch = True
+    url_variable = "ANTHROPIC_BASE_URL"
 
     def __init__(self, settings: ModelSettings, policy: CallPolicy, *, api_key: str | None = None,
                  base_url: str | None = None):
-        super().__init__(settings, policy)
         variable = settings.api_key_env or KEY_VARIABLE
-        self._key_variable = variable
-        self._api_key = (api_key if api_key is not None else os.environ.get(variable)) or None
-        self._base_url = (base_url or settings.base_url or os.environ.get("ANTHROPIC_BASE_URL")
-                          or DEFAULT_BASE_URL).rstrip("/")
-        self._sdk: anthropic.Anthropic | None = None
-        self._sdk_lock = threading.Lock()
-
-    @property
-    def base_url(self) -> str:
-        return self._base_url
-
-    @property
-    def unavailable_reason(self) -> str | None:
-        if self._api_key is not None:
-            return None
-        return f"no {self._key_variable}"
+        super().__init__(settings, policy, api_key=api_key if api_key is not None else os.environ.get(variable),
+                         base_url=base_url or settings.base_url or os.environ.get(self.url_variable)
+                         or DEFAULT_BASE_URL, key_variable=variable)
 
     def preload(self) -> None:
         _preload_sdk()
 
-    def _client(self) -> anthropic.Anthropic:
-        with self._sdk_lock:
-            if self._sdk is None:
-                sdk = import_sdk()
-                try:
-                    self._sdk = sdk.Anthropic(api_key=self._api_key, base_url=self._base_url,
-                                              timeout=self.settings.timeout_s, max_retries=self.settings.max_retries,
-                                              middleware=[self._middleware])
-                except Exception as err:  # e.g. a malformed ANTHROPIC_BASE_URL
-                    raise ModelCallError(f"could not set up the model client for {self._base_url}: "
-                                         f"{one_line(err)}; check ANTHROPIC_BASE_URL", ExitCode.CONFIG_ERROR) from None
-            return self._sdk
-
-    def close(self) -> None:
-        with self._sdk_lock:
-            sdk, self._sdk = self._sdk, None
-        if sdk is not None:
-            sdk.close()
+    def _make_sdk(self) -> anthropic.Anthropic:
+        return import_sdk().Anthropic(api_key=self._api_key, base_url=self._base_url, timeout=self.settings.timeout_s,
+                                      max_retries=self.settings.max_retries, middleware=[self._middleware])
 
     def _middleware(self, request: Any, call_next: Any) -> Any:
         """SDK middleware: runs once per HTTP attempt, inside the SDK's retry loop."""

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import ExitCode, ModelCallError
-from harness.llm.providers import Provider, one_line, retries_said, status_error
+from harness.llm.providers import SdkProvider, one_line, retries_said, status_error
 from harness.llm.types import Message, ModelReply, ModelRequest, ToolCall
 from harness.usage import Usage
 
@@ -47,35 +47,24 @@ def import_sdk() -> Any:
                              "(or pip install openai)", ExitCode.CONFIG_ERROR) from None
 
 
-class OpenAIProvider(Provider):
+class OpenAIProvider(SdkProvider):
     name = "openai"
+    url_variable = "OPENAI_BASE_URL"
+    key_hint = " (nor OPENAI_BASE_URL for a server of your own)"
 
     def __init__(self, settings: ModelSettings, policy: CallPolicy, *, api_key: str | None = None,
                  base_url: str | None = None):
-        super().__init__(settings, policy)
-        self._key_variable = settings.api_key_env or KEY_VARIABLE
-        given_url = base_url or settings.base_url or os.environ.get("OPENAI_BASE_URL")
-        self._base_url = (given_url or DEFAULT_BASE_URL).rstrip("/")
-        key = api_key if api_key is not None else os.environ.get(self._key_variable)
-        if not key and given_url and not self._is_openai:
+        variable = settings.api_key_env or KEY_VARIABLE
+        given_url = base_url or settings.base_url or os.environ.get(self.url_variable)
+        key = api_key if api_key is not None else os.environ.get(variable)
+        if not key and given_url and not given_url.startswith(DEFAULT_BASE_URL):
             key = _LOCAL_SERVER_KEY
-        self._api_key = key or None
-        self._sdk: openai.OpenAI | None = None
-        self._sdk_lock = threading.Lock()
+        super().__init__(settings, policy, api_key=key, base_url=given_url or DEFAULT_BASE_URL,
+                         key_variable=variable)
 
     @property
     def _is_openai(self) -> bool:
         return self._base_url.startswith(DEFAULT_BASE_URL)
-
-    @property
-    def base_url(self) -> str:
-        return self._base_url
-
-    @property
-    def unavailable_reason(self) -> str | None:
-        if self._api_key is not None:
-            return None
-        return f"no {self._key_variable} (nor OPENAI_BASE_URL for a server of your own)"
 
     def preload(self) -> None:
         global _preloading
@@ -84,27 +73,13 @@ class OpenAIProvider(Provider):
                 _preloading = threading.Thread(target=import_sdk, name="harness-openai-import", daemon=True)
                 _preloading.start()
 
-    def _client(self) -> openai.OpenAI:
-        with self._sdk_lock:
-            if self._sdk is None:
-                sdk = import_sdk()
-                base = type(sdk.DefaultHttpxClient()).__mro__
-                http = importlib.import_module(next(c.__module__ for c in base if c.__name__ == "Client").split(".")[0])
-                try:
-                    self._sdk = sdk.OpenAI(
-                        api_key=self._api_key, base_url=self._base_url, timeout=self.settings.timeout_s,
-                        max_retries=self.settings.max_retries,
-                        http_client=sdk.DefaultHttpxClient(transport=_policy_transport(http, self)))
-                except Exception as err:
-                    raise ModelCallError(f"could not set up the model client for {self._base_url}: {one_line(err)}; "
-                                         "check OPENAI_BASE_URL", ExitCode.CONFIG_ERROR) from None
-            return self._sdk
-
-    def close(self) -> None:
-        with self._sdk_lock:
-            sdk, self._sdk = self._sdk, None
-        if sdk is not None:
-            sdk.close()
+    def _make_sdk(self) -> openai.OpenAI:
+        sdk = import_sdk()
+        base = type(sdk.DefaultHttpxClient()).__mro__  # httpx2 in openai 3.x, httpx before
+        http = importlib.import_module(next(c.__module__ for c in base if c.__name__ == "Client").split(".")[0])
+        return sdk.OpenAI(api_key=self._api_key, base_url=self._base_url, timeout=self.settings.timeout_s,
+                          max_retries=self.settings.max_retries,
+                          http_client=sdk.DefaultHttpxClient(transport=_policy_transport(http, self)))
 
     # -- one request ---------------------------------------------------------------------------------
 
