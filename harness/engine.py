@@ -1,7 +1,9 @@
 """The loop engine (seed 000 section 6): produce, evaluate, revise until the threshold or the limit.
 
-Every attempt is recorded before it starts (``running``) and completed after it is scored, so a
-crash leaves a trace and never a half-written record.
+The engine writes nothing itself: it emits the item's life to ``plan.events`` and the session's record
+writer (:class:`harness.records.RecordWriter`, a required sink) records it. Every attempt is recorded
+before it starts (``running``) and completed after it is scored, so a crash leaves a trace and never a
+half-written record.
 """
 
 from __future__ import annotations
@@ -18,9 +20,19 @@ from harness.judges import Evaluation, check_review, evaluate
 from harness.llm import CostCapReached
 from harness.models import AgentConfig, Case, LoopPolicy, Outcome, RecordStatus, Rubric, RunRecord
 from harness.clock import utc_now
-from harness.records import AttemptDetails, RecordStore, RunLocation
+from harness.records import AttemptDetails, RunLocation
+from harness.requests import AgentRequest, Subject
 from harness.runners import Runner, RunnerOutput
-from harness.events import ArtifactProduced, AttemptFinished, Events, ItemFinished, ItemStarted, Judged
+from harness.events import (
+    ArtifactProduced,
+    AttemptFinished,
+    AttemptStarted,
+    Events,
+    ItemFinished,
+    ItemStarted,
+    Judged,
+    Reviewed,
+)
 from harness.scheduler import StopFlag
 from harness.usage import Spend, Usage
 
@@ -113,12 +125,12 @@ class LoopResult:
         return result
 
 
-def run_loop(plan: CasePlan, store: RecordStore) -> LoopResult:
-    """Produce, evaluate and revise one case until it passes or its attempts run out; every attempt is recorded
-    and the item's life is emitted to ``plan.events``."""
+def run_loop(plan: CasePlan) -> LoopResult:
+    """Produce, evaluate and revise one case until it passes or its attempts run out; the item's life,
+    every attempt included, is emitted to ``plan.events``."""
     policy = plan.agent.policy
     context = CheckContext(inputs=plan.case.inputs, today=plan.case.today or _utc_today())
-    base = {"agent": plan.agent.name, "case": plan.case.id, "inputs": plan.case.inputs}
+    agent, case, inputs = plan.agent.name, plan.case.id, plan.case.inputs
     max_attempts = policy.max_attempts if plan.reviser is not None else 1
     attempts: list[AttemptResult] = []
     artifact = ""
@@ -133,34 +145,35 @@ def run_loop(plan: CasePlan, store: RecordStore) -> LoopResult:
         created_at = utc_now()  # the attempt's start: its agent_runs row and run-log entry both carry it
         details = AttemptDetails(nodeid=plan.nodeid, case_id=plan.case.id, rubric_name=plan.rubric.name,
                                  threshold=plan.threshold)
-        run_id = store.start_attempt(plan.location, number, plan.rubric.version, details, created_at=created_at)
+        events.emit(AttemptStarted(plan.nodeid, number, plan.location, plan.rubric.version, details, created_at))
         outputs: list[RunnerOutput] = []
         written = False
         try:
             if number == 1:
-                made = plan.producer.run({**base, "role": "producer", "attempt": number})
+                request = AgentRequest("producer", agent, case, number, inputs)
+                made = plan.producer.run(request)
             else:
                 assert evaluation is not None and plan.reviser is not None
                 previous = evaluation.to_output().model_dump(mode="json")
-                made = plan.reviser.run({**base, "role": "reviser", "attempt": number, "artifact": artifact,
-                                         "evaluation": previous, "suggested_fixes": previous["suggestedFixes"]})
+                request = AgentRequest("reviser", agent, case, number, inputs, artifact=artifact,
+                                       evaluation=previous, suggested_fixes=tuple(previous["suggestedFixes"]))
+                made = plan.reviser.run(request)
             outputs.append(made)
             artifact = made.text
-            store.write_artifact(plan.location, number, artifact)
+            events.emit(ArtifactProduced(plan.nodeid, number, request.role, artifact, made.spend,
+                                         location=plan.location))
             written = True
-            events.emit(ArtifactProduced(plan.nodeid, number, "producer" if number == 1 else "reviser",
-                                         len(artifact), made.spend))
             if plan.stop is not None and plan.stop.is_set():
                 raise Interrupted(f"interrupted before scoring: {plan.stop.reason}")
             scoring_started = time.monotonic()
             evaluation = evaluate(artifact, rubric=plan.rubric, threshold=plan.threshold, context=context,
-                                  judge=plan.judge, request={**base, "role": "evaluator", "attempt": number},
-                                  samples=plan.judge_samples, revision_follows=number < max_attempts)
+                                  judge=plan.judge, about=Subject(agent, case, number, inputs), samples=plan.judge_samples,
+                                  revision_follows=number < max_attempts)
             outputs.append(_evaluation_output(evaluation))
-            store.write_evaluation(plan.location, number, evaluation.to_output())
-            events.emit(Judged(plan.nodeid, number, evaluation.overall, evaluation.passed, evaluation.spend))
+            events.emit(Judged(plan.nodeid, number, evaluation.overall, evaluation.passed, evaluation.spend,
+                               output=evaluation.to_output(), location=plan.location))
             if plan.rubric.rubric_id is not None:
-                _write_review(plan, store, number, evaluation, scoring_started, started)
+                _review(plan, number, evaluation, scoring_started, started)
         except HarnessError as exc:
             outcome = _error_outcome(exc)
             reason = str(exc)
@@ -169,7 +182,7 @@ def run_loop(plan: CasePlan, store: RecordStore) -> LoopResult:
                 outputs.append(RunnerOutput(spend=spent))
             if isinstance(exc, CostCapReached) and plan.stop is not None:
                 plan.stop.set(str(exc), cause="cost_cap")
-            result = _finish(plan, store, run_id, number, started, "escalated", outcome, None, reason, outputs,
+            result = _finish(plan, number, started, "escalated", outcome, None, reason, outputs,
                              int(exc.exit_code), created_at=created_at, made=written)
             attempts.append(result)
             escalation_reason = reason
@@ -179,11 +192,9 @@ def run_loop(plan: CasePlan, store: RecordStore) -> LoopResult:
                                                plan.reviser)
         code = {"passed": 0, "failed": 1, "escalated": int(ExitCode.ESCALATION),
                 "indeterminate": int(ExitCode.UNAVAILABLE)}[outcome]
-        result = _finish(plan, store, run_id, number, started, status, outcome, evaluation, reason, outputs, code,
+        result = _finish(plan, number, started, status, outcome, evaluation, reason, outputs, code,
                          created_at=created_at)
         attempts.append(result)
-        if status == "passed":
-            store.write_final(plan.location, number)
         if stop:
             escalation_reason = reason if status == "escalated" else None
             break
@@ -194,8 +205,8 @@ def run_loop(plan: CasePlan, store: RecordStore) -> LoopResult:
         escalated=last.record.status == "escalated", escalation_reason=escalation_reason, outcome=last.outcome,
         exit_code=last.exit_code, attempts=attempts,
     )
-    store.write_loop_result(plan.location, plan.nodeid, plan.case.id, result.contract())  # for every caller
-    events.emit(ItemFinished(plan.nodeid, result.outcome, result.final_score, len(attempts), result.spend))
+    events.emit(ItemFinished(plan.nodeid, result.outcome, result.final_score, len(attempts), result.spend,
+                             case_id=plan.case.id, loop_result=result.contract(), location=plan.location))
     return result
 
 
@@ -228,12 +239,11 @@ def _decide(evaluation: Evaluation, artifact: str, number: int, max_attempts: in
     return "failed", "failed", True, why
 
 
-def _write_review(plan: CasePlan, store: RecordStore, number: int, evaluation: Evaluation, scoring_started: float,
-                  started: float) -> None:
-    """A review rubric's ReviewResult, checked against its ``output_schema`` (seed 003)."""
+def _review(plan: CasePlan, number: int, evaluation: Evaluation, scoring_started: float, started: float) -> None:
+    """A review rubric's ReviewResult, recorded, then checked against its ``output_schema`` (seed 003)."""
     now = time.monotonic()
     review = evaluation.to_review(int((now - scoring_started) * 1000), int((now - started) * 1000))
-    store.write_review(plan.location, number, review)
+    plan.events.emit(Reviewed(plan.nodeid, number, review, location=plan.location))
     errors = check_review(review, plan.rubric)
     if errors:
         raise ValidationFailed(f"validation_failed: the review does not match {plan.rubric.name}'s output_schema: "
@@ -268,8 +278,7 @@ def _evaluation_output(evaluation: Evaluation) -> RunnerOutput:
     return RunnerOutput(spend=evaluation.spend)
 
 
-def _finish(plan: CasePlan, store: RecordStore, run_id: int, number: int, started: float, status: RecordStatus,
-            outcome: Outcome, evaluation: Evaluation | None, reason: str | None, outputs: list[RunnerOutput],
+def _finish(plan: CasePlan, number: int, started: float, status: RecordStatus, outcome: Outcome, evaluation: Evaluation | None, reason: str | None, outputs: list[RunnerOutput],
             exit_code: int, *, created_at: str, made: bool = True) -> AttemptResult:
     """Record the attempt; ``made`` says whether it wrote an artifact (a crashed producer made none, and the
     record then names no file that is not there)."""
@@ -287,11 +296,10 @@ def _finish(plan: CasePlan, store: RecordStore, run_id: int, number: int, starte
         overall = evaluation.overall
     else:
         dims, feedback, fixes, overall = {}, reason or "", [], None
-    artifact = plan.location.attempt_artifact(number)
     record = RunRecord(
         cycle_id=plan.location.cycle_id, agent_name=plan.agent.name, attempt=number, status=status,
         overall_score=overall, dimension_scores={k: v["score"] for k, v in dims.items()}, feedback=feedback,
-        suggested_fixes=fixes, artifact_path=store.display_path(artifact) if made else "", created_at=created_at,
+        suggested_fixes=fixes, artifact_path=plan.location.shown_artifact(number) if made else "", created_at=created_at,
         duration_ms=int((time.monotonic() - started) * 1000), rubric_version=plan.rubric.version,
     )
     details = AttemptDetails(
@@ -302,8 +310,8 @@ def _finish(plan: CasePlan, store: RecordStore, run_id: int, number: int, starte
         samples=(evaluation.samples or None) if evaluation else None, cached_answers=spend.cached,
         model_usage=spend.by_model() or None, cost_known=spend.cost_known,
     )
-    store.finish_attempt(run_id, record, details, store.run_log_path(plan.location.cycle_id))
-    plan.events.emit(AttemptFinished(plan.nodeid, number, outcome, overall, spend, record, details))
+    plan.events.emit(AttemptFinished(plan.nodeid, number, outcome, overall, spend, record, details,
+                                     location=plan.location))
     return AttemptResult(attempt=number, record=record, outcome=outcome, evaluation=evaluation, spend=spend,
                          exit_code=exit_code, error=reason if evaluation is None else None)
 

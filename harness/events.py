@@ -8,9 +8,12 @@ consumer (an execution trace, a live viewer, a queue) is one more sink, not anot
 
 Sinks run on the thread that emits (a case's worker thread), in the order they subscribed; they must be
 quick and thread-safe. A sink that raises is reported once as a warning and unsubscribed: a broken trace
-must never fail an evaluation.
+must never fail an evaluation. The records are the one exception: the session subscribes its record
+writer as a *required* sink, whose error fails the attempt, since an attempt that could not be recorded
+must not pass.
 
-This module imports nothing of the harness but the usage account.
+This module imports nothing of the harness but the usage account; events name the harness's own types
+(a run record, a record location) as ``Any``.
 """
 
 from __future__ import annotations
@@ -39,12 +42,29 @@ class ItemStarted(Event):
 
 
 @dataclass(frozen=True)
+class AttemptStarted(Event):
+    """An attempt begins; it is recorded as ``running`` before any work, so a crash leaves a trace."""
+
+    nodeid: str
+    attempt: int
+    location: Any  # harness.records.RunLocation: where the case's files go
+    rubric_version: str | None
+    details: Any  # harness.records.AttemptDetails: what is known before the attempt runs
+    created_at: str
+
+
+@dataclass(frozen=True)
 class ArtifactProduced(Event):
     nodeid: str
     attempt: int
     role: str  # producer or reviser
-    chars: int
+    text: str = field(repr=False)
     spend: Spend
+    location: Any = field(default=None, repr=False)
+
+    @property
+    def chars(self) -> int:
+        return len(self.text)
 
 
 @dataclass(frozen=True)
@@ -54,6 +74,18 @@ class Judged(Event):
     score: float | None  # None: indeterminate
     passed: bool | None
     spend: Spend
+    output: Any = field(default=None, repr=False)  # harness.models.EvaluatorOutput
+    location: Any = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class Reviewed(Event):
+    """A review rubric's ReviewResult for an attempt, before it is checked against the rubric's output schema."""
+
+    nodeid: str
+    attempt: int
+    review: dict[str, Any] = field(repr=False)
+    location: Any = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -67,6 +99,7 @@ class AttemptFinished(Event):
     spend: Spend
     record: Any  # harness.models.RunRecord
     details: Any  # harness.records.AttemptDetails
+    location: Any = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -76,6 +109,9 @@ class ItemFinished(Event):
     final_score: float | None
     attempts: int
     spend: Spend
+    case_id: str = ""
+    loop_result: dict[str, Any] = field(default_factory=dict, repr=False)  # the LoopResult contract's JSON
+    location: Any = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -108,17 +144,21 @@ class Events:
 
     def __init__(self) -> None:
         self._sinks: tuple[Sink, ...] = ()
+        self._required: frozenset[int] = frozenset()
         self._lock = threading.Lock()
 
-    def subscribe(self, sink: Sink) -> Callable[[], None]:
-        """Add ``sink``; the function returned removes it."""
+    def subscribe(self, sink: Sink, *, required: bool = False) -> Callable[[], None]:
+        """Add ``sink``; the function returned removes it. A ``required`` sink's errors reach the emitter."""
         with self._lock:
             self._sinks = (*self._sinks, sink)
+            if required:
+                self._required |= {id(sink)}
         return lambda: self.unsubscribe(sink)
 
     def unsubscribe(self, sink: Sink) -> None:
         with self._lock:
             self._sinks = tuple(s for s in self._sinks if s is not sink)
+            self._required -= {id(sink)}
 
     def __bool__(self) -> bool:
         return bool(self._sinks)
@@ -127,7 +167,9 @@ class Events:
         for sink in self._sinks:  # a snapshot: subscribing while emitting is safe
             try:
                 sink(event)
-            except Exception as exc:  # noqa: BLE001 - a sink must never fail the run
+            except Exception as exc:  # noqa: BLE001 - an optional sink must never fail the run
+                if id(sink) in self._required:
+                    raise
                 self.unsubscribe(sink)
                 warnings.warn(f"harness: the event sink {getattr(sink, '__qualname__', sink)!r} raised "
                               f"{type(exc).__name__}: {exc}; it receives no more events", stacklevel=2)

@@ -35,8 +35,11 @@ def pytest_harness_make_runner(spec: RunnerSpec, role: str, agent: AgentConfig,
     """Build the runner for one role (``producer``, ``reviser`` or ``evaluator``) of an agent.
 
     Return ``None`` for kinds you do not handle. A runner is any object with
-    ``run(request: dict) -> RunnerOutput`` (see ``harness.runners``); the request is the same JSON
-    a ``command`` runner receives on stdin::
+    ``run(request) -> RunnerOutput`` (see ``harness.runners``). The request is typed
+    (``harness.requests.AgentRequest`` for a producer or reviser, ``JudgeRequest`` for an evaluator, whose
+    ``rubric`` is the loaded rubric); it also reads like the JSON a ``command`` runner receives on stdin
+    (``request["inputs"]``), and ``request.wire()`` is that JSON. An evaluator's answer is validated
+    against ``request.schema``::
 
         def pytest_harness_make_runner(spec, role, agent, config):
             if spec.kind == "http":

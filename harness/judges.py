@@ -8,7 +8,7 @@ bounds), and indeterminate otherwise.
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import functools
 import json
 import statistics
@@ -22,6 +22,7 @@ from harness.errors import ModelUnavailable, ValidationFailed
 from harness.items import count_items
 from harness.llm import ModelClient
 from harness.models import DimensionScore, EvaluatorOutput, PromptFile, Rubric
+from harness.requests import JudgeRequest, Subject
 from harness.runners import Runner, RunnerOutput
 from harness.usage import Spend
 
@@ -252,15 +253,14 @@ class LlmJudge:
                      "reason. If you cannot judge a dimension from the artifact, set indeterminate: true.")
         return "\n\n".join(parts)
 
-    def run(self, request: dict[str, Any]) -> RunnerOutput:
-        rubric: Rubric = request["rubric_model"]
-        dims = request["dimensions"]
-        message = (f"Evaluate this artifact.\n\n## Inputs\n```json\n{json.dumps(request['inputs'], default=str)}\n```"
-                   f"\n\n## Artifact\n{request['artifact']}")
-        sample = request.get("sample")
-        result = self.client.generate_json(system="", prompt=message, schema=request["schema"],
+    def run(self, request: JudgeRequest) -> RunnerOutput:
+        message = (f"Evaluate this artifact.\n\n## Inputs\n```json\n{json.dumps(request.inputs, default=str)}\n```"
+                   f"\n\n## Artifact\n{request.artifact}")
+        sample = request.sample
+        result = self.client.generate_json(system="", prompt=message, schema=request.schema,
                                            tool_name="submit_evaluation",
-                                           cached_system_prefix=self.stable_prefix(rubric, dims),
+                                           cached_system_prefix=self.stable_prefix(request.rubric,
+                                                                                   list(request.dimensions)),
                                            **({"cache_extra": {"sample": sample}} if sample is not None else {}))
         if not result.success:
             errors = result.validation_errors
@@ -273,13 +273,13 @@ class LlmJudge:
 
 
 def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckContext,
-             judge: Runner | None, request: dict[str, Any], samples: int = 1,
+             judge: Runner | None, about: Subject, samples: int = 1,
              revision_follows: bool = True) -> Evaluation:
     """Score every dimension: checks first, then the judge for the rest (``samples`` times, concurrently).
 
-    The judge is not called when the checks alone decide the verdict and nothing would read its
-    feedback: a pass (nothing is revised), or a fail when no revision follows (``revision_follows``
-    False: the last attempt, a calibration example)."""
+    ``about`` names the agent, case, attempt and inputs the artifact answers. The judge is not called when
+    the checks alone decide the verdict and nothing would read its feedback: a pass (nothing is revised),
+    or a fail when no revision follows (``revision_follows`` False: the last attempt, a calibration example)."""
     verdicts: dict[str, DimensionVerdict] = {}
     for dim in rubric.dimensions:
         if dim.check is not None:
@@ -299,7 +299,7 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
     sample_overalls: list[float] = []
     if judged:
         try:
-            answers = _sample_judge(judge, request, rubric, judged, artifact, samples)
+            answers = _sample_judge(judge, _judge_request(about, rubric, judged, artifact), samples)
         except ModelUnavailable as exc:
             why_unknown = f"not scored (indeterminate): {exc}"
             answers = []
@@ -364,36 +364,36 @@ def _combine_samples(dim_id: str, weight: float, answers: list[dict[str, Any]]) 
                             sample_scores=tuple(scores) if len(given) > 1 else ())
 
 
-def _sample_judge(judge: Runner | None, request: dict[str, Any], rubric: Rubric, judged: list[str], artifact: str,
-                  samples: int) -> list[RunnerOutput]:
+def _judge_request(about: Subject, rubric: Rubric, judged: list[str], artifact: str) -> JudgeRequest:
+    return JudgeRequest(agent=about.agent, case=about.case, attempt=about.attempt, inputs=about.inputs,
+                        artifact=artifact, rubric=rubric, dimensions=tuple(judged),
+                        schema=judge_schema(rubric, judged), rubric_text=render_rubric(rubric, judged))
+
+
+def _sample_judge(judge: Runner | None, request: JudgeRequest, samples: int) -> list[RunnerOutput]:
     if samples <= 1:
-        return [_ask_judge(judge, request, rubric, judged, artifact)]
+        return [_ask_judge(judge, request)]
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=samples, thread_name_prefix="harness-judge") as pool:
-        futures = [pool.submit(_ask_judge, judge, {**request, "sample": index}, rubric, judged, artifact)
+        futures = [pool.submit(_ask_judge, judge, dataclasses.replace(request, sample=index))
                    for index in range(samples)]
         return [f.result() for f in futures]
 
 
-def _ask_judge(judge: Runner | None, request: dict[str, Any], rubric: Rubric, judged: list[str],
-               artifact: str) -> RunnerOutput:
+def _ask_judge(judge: Runner | None, request: JudgeRequest) -> RunnerOutput:
+    """Ask the judge, whatever its kind, and check its answer against the request's schema (an LLM judge's
+    answer was checked as it came; checking again costs microseconds and keeps one path for every kind)."""
     if judge is None:
-        raise ModelUnavailable("no evaluator is configured for the judged dimensions " + ", ".join(judged))
-    schema = judge_schema(rubric, judged)
-    request = {**request, "artifact": artifact, "dimensions": judged, "schema": schema}
-    if isinstance(judge, LlmJudge):  # generate_json has validated the answer against this schema
-        return judge.run({**request, "rubric_model": rubric})
-    wire = {**request, "schema": copy.deepcopy(schema),  # the judge may change its copy, not the shared one
-            "rubric": rubric.model_dump(mode="json", include={"name", "version", "title", "threshold"}),
-            "rubric_text": render_rubric(rubric, judged)}
-    answer = judge.run(wire)
-    errors = validation_errors(answer.data, schema)
+        raise ModelUnavailable("no evaluator is configured for the judged dimensions " + ", ".join(request.dimensions))
+    answer = judge.run(request)
+    errors = validation_errors(answer.data, request.schema)
     if errors:
         raise ValidationFailed(f"validation_failed: the evaluator's answer does not match EvaluatorOutput: "
                                f"{'; '.join(errors[:3])} (fix: make the evaluator return overallScore, passed, "
                                "feedback, suggestedFixes and dimensionScores with a score from 0 to 1 and a reason "
-                               f"for each of {', '.join(judged)})", errors, json.dumps(answer.data)[:2000])
+                               f"for each of {', '.join(request.dimensions)})", errors, json.dumps(answer.data)[:2000],
+                               spend=answer.spend)
     return answer
 
 

@@ -17,6 +17,7 @@ from harness.judges import evaluate
 from harness.loading import load_cases, load_rubric, load_suite
 from harness.models import DEFAULT_THRESHOLD, AgentConfig, Case, Rubric
 from harness.report_text import failure_table, progress_printer
+from harness.requests import Subject
 from harness.runners import Runner
 from harness.scheduler import StopRequested
 from harness.session import HarnessSession, harness_session
@@ -134,9 +135,8 @@ class CalibrationItem(HarnessItem):
         context = CheckContext(inputs=self.rubric.examples.inputs, today=_examples_today(self.rubric))
         evaluation = evaluate(self.example.read_text(encoding="utf-8"), rubric=self.rubric, threshold=self.threshold,
                               context=context, judge=judge,
-                              request={"agent": self.rubric.agent or "", "case": self.example.stem,
-                                       "inputs": dict(self.rubric.examples.inputs), "role": "evaluator",
-                                       "attempt": 1}, revision_follows=False)
+                              about=Subject(self.rubric.agent or "", self.example.stem,
+                                            1, dict(self.rubric.examples.inputs)), revision_follows=False)
         low, high = evaluation.bounds
         score = f"{low:.2f}" if low == high else f"{low:.2f}..{high:.2f}"
         self.user_properties.append(("harness_rubric", self.rubric.name))
@@ -245,7 +245,7 @@ class CaseItem(HarnessItem):
     def run_case(self) -> LoopResult:
         """Run this case's loop; may run on a worker thread (see harness.scheduler)."""
         hs = harness_session(self.config)
-        return run_loop(self.plan(hs), hs.store)
+        return run_loop(self.plan(hs))
 
     def runtest(self) -> None:
         hs = harness_session(self.config)

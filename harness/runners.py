@@ -1,15 +1,12 @@
 """The built-in kinds of producer, reviser and evaluator: ``prompt``, ``python`` and ``command``.
 
-Every runner takes one JSON-able request and returns a ``RunnerOutput``. The request is what a
-``command`` runner reads on stdin, so the three kinds see the same thing:
-
-    producer  {"role", "agent", "case", "attempt", "inputs"}
-    reviser   ... plus "artifact", "evaluation" (EvaluatorOutput), "suggested_fixes"
-    evaluator ... plus "artifact", "rubric", "dimensions" (the ids the judge must score), "schema"
+Every runner takes one typed request (:mod:`harness.requests`) and returns a ``RunnerOutput``. A ``command``
+runner reads the request's JSON on stdin and a ``python`` runner's function receives it as a dict, so the
+three kinds see the same thing.
 
 A producer or reviser answers with the artifact text, or a JSON object
 ``{"artifact": "...", "flags": ["exec_level_partner"]}`` where flags can trigger escalation.
-An evaluator answers with EvaluatorOutput JSON (seed 000 section 2).
+An evaluator answers with EvaluatorOutput JSON (seed 000 section 2), which the judges validate.
 """
 
 from __future__ import annotations
@@ -32,6 +29,7 @@ from harness.errors import AgentRunError, ExitCode
 from harness.llm import Message, ModelClient
 from harness.models import AgentConfig, RunnerSpec
 from harness.redaction import child_environment
+from harness.requests import AgentRequest, JudgeRequest
 from harness.usage import Spend
 
 BUILTIN_KINDS = ("prompt", "python", "command")
@@ -47,8 +45,11 @@ class RunnerOutput:
     spend: Spend = field(default_factory=Spend)
 
 
+Request = AgentRequest | JudgeRequest
+
+
 class Runner(Protocol):
-    def run(self, request: dict[str, Any]) -> RunnerOutput: ...
+    def run(self, request: Request) -> RunnerOutput: ...
 
 
 def output_from_answer(answer: Any, role: str, source: str) -> RunnerOutput:
@@ -79,9 +80,9 @@ class PythonRunner:
         self.function = import_callable(spec.target, path=spec.file, field=spec.field, import_root=import_root)
         self.options = spec.options
 
-    def run(self, request: dict[str, Any]) -> RunnerOutput:
+    def run(self, request: Request) -> RunnerOutput:
         try:
-            answer = self.function(request, **self.options)
+            answer = self.function(request.wire(), **self.options)
         except Exception as exc:  # the user's code: one line, then the user's own frames (not ours, not libraries')
             frames = user_frames(exc, self.import_root)
             raise AgentRunError(f"{self.role} {self.source} raised {type(exc).__name__}: {exc}"
@@ -119,11 +120,11 @@ class CommandRunner:
         self.timeout_s = float(spec.options.get("timeout_s", DEFAULT_COMMAND_TIMEOUT_S))
         self.env_names = tuple(spec.options.get("env", ()))
 
-    def run(self, request: dict[str, Any]) -> RunnerOutput:
+    def run(self, request: Request) -> RunnerOutput:
         # the allowlist plus what the runner's env: declares, read now: never the API keys of the session
         env = child_environment(self.env_names)
         try:
-            done = subprocess.run(self.command, shell=True, cwd=self.cwd, input=json.dumps(request), env=env,
+            done = subprocess.run(self.command, shell=True, cwd=self.cwd, input=json.dumps(request.wire()), env=env,
                                   capture_output=True, text=True, timeout=self.timeout_s, check=False)
         except subprocess.TimeoutExpired:
             raise AgentRunError(f"{self.role} command timed out after {self.timeout_s:g}s: {self.command}",
@@ -167,14 +168,15 @@ class PromptRunner:
         self.role = role
         self.client = client
 
-    def run(self, request: dict[str, Any]) -> RunnerOutput:
-        if self.role == "producer":
+    def run(self, request: AgentRequest) -> RunnerOutput:
+        if request.role == "producer":
             ask = "Produce the artifact for these inputs. Answer with the artifact only."
-            body = {"inputs": request["inputs"]}
+            body: dict[str, Any] = {"inputs": request.inputs}
         else:
             ask = ("Revise the artifact so that it meets the rubric. Apply every suggested fix. "
                    "Answer with the revised artifact only.")
-            body = {k: request[k] for k in ("inputs", "artifact", "evaluation", "suggested_fixes")}
+            body = {"inputs": request.inputs, "artifact": request.artifact, "evaluation": request.evaluation,
+                    "suggested_fixes": list(request.suggested_fixes)}
         message = f"{ask}\n\n```json\n{json.dumps(body, indent=2, default=str)}\n```"
         # batch=False: --harness-batch sends the judges' requests as batches; producers and revisers
         # answer directly, since the loop cannot go on without them.

@@ -18,7 +18,7 @@ from harness.errors import HarnessConfigError
 from harness.events import AttemptFinished, Event, Events
 from harness.llm import CallPolicy, ModelClient
 from harness.models import AgentConfig, ModelSettings
-from harness.records import RecordStore
+from harness.records import RecordStore, RecordWriter
 from harness.scheduler import CaseScheduler, StopFlag
 
 SESSION_KEY = pytest.StashKey["HarnessSession"]()
@@ -77,6 +77,7 @@ class HarnessSession:
         with self._lock:
             if self._store is None:
                 self._store = RecordStore(self.work_dir, root=self.import_root)
+                self.events.subscribe(RecordWriter(self._store), required=True)
             return self._store
 
     @property

@@ -8,18 +8,32 @@ from collections.abc import Iterator
 import pytest
 
 from harness.testing import FakeAnthropic
+from harness.testing.fake_openai import FakeOpenAI
 
 pytest_plugins = ["pytester"]
+
+
+def _point_sdk_at(monkeypatch: pytest.MonkeyPatch, provider: str, base_url: str, api_key: str) -> None:
+    """``{PROVIDER}_BASE_URL`` and a dummy ``{PROVIDER}_API_KEY``; 127.0.0.1 bypasses any proxy the machine sets."""
+    monkeypatch.setenv(f"{provider}_BASE_URL", base_url)
+    monkeypatch.setenv(f"{provider}_API_KEY", api_key)
+    no_proxy = os.environ.get("NO_PROXY", "")
+    monkeypatch.setenv("NO_PROXY", ",".join(p for p in (no_proxy, "127.0.0.1", "localhost") if p))
 
 
 @pytest.fixture
 def fake_anthropic(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAnthropic]:
     """A running fake Messages API; ANTHROPIC_BASE_URL points at it and ANTHROPIC_API_KEY is a dummy."""
     with FakeAnthropic() as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-dummy")
-        no_proxy = os.environ.get("NO_PROXY", "")
-        monkeypatch.setenv("NO_PROXY", ",".join(p for p in (no_proxy, "127.0.0.1", "localhost") if p))
+        _point_sdk_at(monkeypatch, "ANTHROPIC", server.base_url, "sk-ant-test-dummy")
+        yield server
+
+
+@pytest.fixture
+def fake_openai(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
+    """A running fake chat-completions API; OPENAI_BASE_URL points at it and OPENAI_API_KEY is a dummy."""
+    with FakeOpenAI() as server:
+        _point_sdk_at(monkeypatch, "OPENAI", server.base_url, "sk-openai-test-dummy")
         yield server
 
 

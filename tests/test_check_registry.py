@@ -88,7 +88,8 @@ def test_an_unknown_kind_suggests_plugin_kinds_too(tmp_path: Path) -> None:
     kinds = with_plugin_kinds([("myplugin.py", {"max_words": parse_max_words})])
     with pytest.raises(HarnessConfigError) as info:
         parse({"max_word": 3}, tmp_path, kinds)
-    assert info.value.fix.startswith("did you mean 'max_words'? known kinds: regex, ")
+    assert info.value.problem == "unknown check kind 'max_word' (did you mean 'max_words'?)"
+    assert info.value.fix.startswith("use one of: regex, ")
     assert info.value.fix.endswith(", python, max_words")
 
 

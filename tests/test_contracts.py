@@ -202,7 +202,7 @@ def test_the_review_result_is_written_and_checked_against_output_schema(project:
     ({"type": "nonsense"}, "output_schema.type: not a valid JSON Schema"),
     ({"type": "object", "required": ["verdict"]}, "output_schema: rejects a well-formed review result at (root): "
                                                   "'verdict' is a required property"),
-    ("a string", "output_schema: expected a JSON Schema (a mapping), got text"),
+    ("a string", "output_schema: expected a JSON Schema (a mapping), got 'a string'"),
 ])
 def test_a_bad_output_schema_is_one_line(project: Project, schema: object, message: str) -> None:
     review_project(project, {**REVIEW_WEIGHTED, "pass_threshold": 0.5, "output_schema": schema})

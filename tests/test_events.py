@@ -40,11 +40,12 @@ def test_a_sink_sees_each_step_of_an_item_and_each_model_call(project: Project) 
     project.run("suites/", "--harness-judge-model", "mock/score-0.9", "--harness-cache", "off").assert_outcomes(
         passed=1)
     seen = read_events(project)
-    assert [e["type"] for e in seen] == ["ItemStarted", "ArtifactProduced", "ModelCalled", "Judged",
-                                         "AttemptFinished", "ItemFinished"]
-    started, produced, call, judged, finished, done = seen
+    assert [e["type"] for e in seen] == ["ItemStarted", "AttemptStarted", "ArtifactProduced", "ModelCalled",
+                                         "Judged", "AttemptFinished", "ItemFinished"]
+    started, attempt, produced, call, judged, finished, done = seen
+    assert attempt["attempt"] == 1 and attempt["created_at"]
     assert started["case_id"] == "warm-hello" and started["nodeid"].endswith("warm-hello")
-    assert produced["role"] == "producer" and produced["chars"] > 0
+    assert produced["role"] == "producer" and produced["text"]
     assert call["model"] == "mock/score-0.9" and call["cached"] is False
     assert judged["score"] == pytest.approx(0.92) and judged["passed"] is True
     assert finished["outcome"] == "passed" and finished["attempt"] == 1

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import HarnessConfigError
-from harness.tournament.goal import load_goal
+from harness.tournament.goal_file import load_goal
 from harness.tournament.ideas import list_ideas, parse_idea
 from harness.tournament.testing import goal_repo, synth_goal_md, value_idea
 
@@ -39,17 +39,19 @@ def test_the_demo_goal_parses() -> None:
 
 @pytest.mark.parametrize(("old", "new", "message"), [
     ("## Metric\n", "## Metrik\n", "goal.md:6: metrik: unknown section (did you mean 'metric'?) (fix: use one of:"),
-    ("- direction: maximize", "- direction: up", "goal.md:8: metric.direction: expected 'maximize' or 'minimize'"),
+    ("- direction: maximize", "- direction: up",
+     "goal.md:8: metric.direction: unknown direction 'up' (fix: use one of: maximize, minimize)"),
     ("- direction: maximize\n", "", "goal.md: metric.direction: missing"),
     ("- timeout: 20", "- timeout: soon", "goal.md:12: benchmark.timeout: expected a number, got 'soon'"),
-    ("- timeout: 20", "- timeout: -1", "benchmark.timeout: expected a positive number"),
+    ("- timeout: 20", "- timeout: -1", "benchmark.timeout: -1 is not above 0"),
     ("- timeout: 20", "- parse: regex", "benchmark.score_regex: missing (parse: regex needs it)"),
     ("- timeout: 20", "- score_regex: `(unclosed`", "benchmark.score_regex: invalid regular expression"),
     ("- timeout: 20", "- score_regex: `score=\\d+`", "needs one capturing group"),
     ("- planners: 0", "- planerz: 0", "agents.planerz: unknown field"),
-    ("- executors: 3", "- executors: 0", "agents.executors: expected a positive whole number"),
-    ("- noise_runs: 3", "- noise_runs: 1", "acceptance.noise_runs: expected at least 2 runs"),
-    ("- significance: mann_whitney", "- significance: t-test", "acceptance.significance: expected 'mann_whitney'"),
+    ("- executors: 3", "- executors: 0", "agents.executors: expected a whole number >= 1, got 0"),
+    ("- noise_runs: 3", "- noise_runs: 1", "acceptance.noise_runs: expected a whole number >= 2, got 1"),
+    ("- significance: mann_whitney", "- significance: t-test",
+     "acceptance.significance: unknown significance 't_test' (fix: use one of: mann_whitney, bootstrap)"),
     ("| phase_2 | High | value >= 15 | pending |", "| phase_2 | High | value >= 15 | active |",
      "phases: 2 phases are active, expected exactly one"),
     ("| phase_1 | Works | ok >= 1 | active |", "| phase_1 | Works | ok is big | active |",
@@ -58,15 +60,15 @@ def test_the_demo_goal_parses() -> None:
     ("- goals/synth/bench.py", "- /etc/passwd", "sealed_paths: '/etc/passwd' is not a path inside the repository"),
     ("## Objective\nRaise VALUE in goals/synth/app/value.py.\n", "## Objective\n\n", "objective: is empty"),
     ("## Sealed paths\n- goals/synth/bench.py\n- goals/synth/goal.md\n", "", "sealed_paths: missing section"),
-    ("- timeout: 20", "- result: stderr", "benchmark.result: expected 'channel' or 'stdout', got 'stderr'"),
-    ("- timeout: 20", "- score_from: clock", "benchmark.score_from: expected 'output' or 'cpu_time' or 'wall_time'"),
+    ("- timeout: 20", "- result: stderr", "benchmark.result: unknown result 'stderr' (fix: use one of: channel, stdout)"),
+    ("- timeout: 20", "- score_from: clock", "benchmark.score_from: unknown score_from 'clock'"),
     ("- env: SYNTH_NOISE_COUNTER, SYNTH_BENCH_SLEEP", "- env: MY-TOKEN",
      "sandbox.env: 'MY-TOKEN' is not an environment variable name (fix: list names separated by commas"),
     ("- env: SYNTH_NOISE_COUNTER, SYNTH_BENCH_SLEEP", "- network: on", "sandbox.network: unknown field "
      "(did you mean 'executor_network'?) (fix: known fields: env, executor_network, memory_mb, read, write)"),
     ("- env: SYNTH_NOISE_COUNTER, SYNTH_BENCH_SLEEP", "- executor_network: maybe",
      "sandbox.executor_network: expected on or off, got 'maybe'"),
-    ("- env: SYNTH_NOISE_COUNTER, SYNTH_BENCH_SLEEP", "- memory_mb: 0", "sandbox.memory_mb: expected a positive"),
+    ("- env: SYNTH_NOISE_COUNTER, SYNTH_BENCH_SLEEP", "- memory_mb: 0", "sandbox.memory_mb: expected a whole number >= 1, got 0"),
 ])
 def test_goal_mistakes_are_one_line_errors_naming_file_and_field(tmp_path: Path, old: str, new: str,
                                                                   message: str) -> None:
@@ -136,8 +138,8 @@ def test_a_broken_goal_is_a_one_line_collection_error(pytester: pytest.Pytester)
     (goal / "goal.md").write_text(synth_goal_md().replace("direction: maximize", "direction: sideways"))
     result = pytester.runpytest(*PLUGIN, "goals")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*goals/synth/goal.md:8: metric.direction: expected 'maximize' or 'minimize', "
-                                 "got 'sideways' (fix: write '- direction: minimize')"])
+    result.stdout.fnmatch_lines(["*goals/synth/goal.md:8: metric.direction: unknown direction 'sideways' "
+                                 "(fix: use one of: maximize, minimize)"])
     assert "Traceback" not in result.stdout.str()
 
 

@@ -13,7 +13,7 @@ ROOT = Path(harness.__file__).parent
 # the bottom layer: the typed models and the small shared vocabularies everything else builds on
 BOTTOM = {"harness.models", "harness.errors", "harness.usage", "harness.events", "harness.jsonschemas",
           "harness.fileio", "harness.yamlfile", "harness.clock", "harness.semver", "harness.appendlog",
-          "harness.argtypes", "harness.redaction"}
+          "harness.argtypes", "harness.redaction", "harness.fields", "harness.safe_regex"}
 
 
 def module_name(path: Path) -> str:

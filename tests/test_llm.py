@@ -389,11 +389,12 @@ def test_load_price_table_overrides_and_adds(tmp_path: Path) -> None:
     ("text", "where"),
     [
         ("claude-new-1: {input: 2}\n", "prices.yaml: claude-new-1.output: missing"),
-        ("claude-haiku-4-5: {output: cheap}\n", "prices.yaml: claude-haiku-4-5.output: 'cheap' is not a number"),
-        ("claude-haiku-4-5: {output: -1}\n", "prices.yaml: claude-haiku-4-5.output: -1 is negative"),
-        ("claude-haiku-4-5: {outptu: 1}\n", "prices.yaml: claude-haiku-4-5.outptu: unknown field"),
-        ("claude-haiku-4-5: 3\n", "prices.yaml: claude-haiku-4-5: must be a mapping"),
-        ("- a\n", "prices.yaml: a price table is a mapping"),
+        ("claude-haiku-4-5: {output: cheap}\n", "prices.yaml: claude-haiku-4-5.output: expected a number, got 'cheap'"),
+        ("claude-haiku-4-5: {output: -1}\n", "prices.yaml: claude-haiku-4-5.output: -1 is below 0"),
+        ("claude-haiku-4-5: {outptu: 1}\n",
+         "prices.yaml: claude-haiku-4-5.outptu: unknown key (did you mean 'output'?)"),
+        ("claude-haiku-4-5: 3\n", "prices.yaml: claude-haiku-4-5: expected a mapping, got 3"),
+        ("- a\n", "prices.yaml: expected a mapping, got ['a']"),
         ("a: [\n", "prices.yaml: line"),
     ],
 )

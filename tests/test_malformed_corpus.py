@@ -26,9 +26,10 @@ from harness.errors import HarnessConfigError, ValidationFailed
 from harness.judges import LlmJudge, evaluate
 from harness.llm import ModelClient, ModelSettings, load_price_table
 from harness.loading import BUILTIN_RUNNER_KINDS, load_cases, load_prompt, load_rubric, load_suite
+from harness.requests import Subject
 from harness.runners import RunnerOutput
 from harness.testing import FakeAnthropic, Reply
-from harness.tournament.goal import load_goal
+from harness.tournament.goal_file import load_goal
 from harness.tournament.ideas import parse_idea
 from harness.tournament.testing import synth_goal_md, value_idea
 from harness.yamlfile import MAX_FILE_BYTES
@@ -176,7 +177,7 @@ CORPUS: dict[str, Bad] = {
     "rubric-duplicate-key": Bad("rubric", rubric("  concise:\n", "  greeting:\n"), (
         "duplicate key 'greeting'",)),
     "rubric-empty": Bad("rubric", "", ("expected a mapping, got nothing",)),
-    "rubric-a-list": Bad("rubric", "- metadata\n", ("expected a mapping, got a list",)),
+    "rubric-a-list": Bad("rubric", "- metadata\n", ("expected a mapping, got ['metadata']",)),
     "rubric-unknown-key": Bad("rubric", rubric("threshold: 0.8", "threshold: 0.8\nthresold: 0.9"), (
         "thresold: unknown key (did you mean 'threshold'?)",)),
     "rubric-unknown-dimension-key": Bad("rubric", rubric("    weight: 0.4", "    wieght: 0.4"), (
@@ -188,7 +189,7 @@ CORPUS: dict[str, Bad] = {
         "metadata.version: 'v1' is not a semantic version",)),
     "rubric-metadata-a-list": Bad("rubric", edit(QUALITY_RUBRIC, "metadata:\n  name: Quality\n  version: \"1.2.0\"\n"
                                                  "  agent: writer\n", "metadata: [Quality]\n"), (
-        "metadata: expected a mapping, got a list",)),
+        "metadata: expected a mapping, got ['Quality']",)),
     "rubric-threshold-above-1": Bad("rubric", rubric("threshold: 0.8", "threshold: 1.5"), (
         "threshold: 1.5 is outside 0..1",)),
     "rubric-threshold-nan": Bad("rubric", rubric("threshold: 0.8", "threshold: .nan"), (
@@ -227,7 +228,7 @@ CORPUS: dict[str, Bad] = {
     "rubric-regex-flag": Bad("rubric", check("regex: {pattern: a, flags: iq}"), (
         "dimensions.greeting.check.regex.flags: unknown regex flag(s) 'q'",)),
     "rubric-check-option-near-miss": Bad("rubric", check("regex: {pattern: a, min_cout: 2}"), (
-        "regex.min_cout: unknown key 'min_cout' (did you mean 'min_count'?)",)),
+        "regex.min_cout: unknown key (did you mean 'min_count'?)",)),
     "rubric-examples-glob-matches-nothing": Bad("rubric", rubric("threshold: 0.8", "threshold: 0.8\nexamples:\n"
                                                                  "  gold: ['examples/nope/*.md']"), (
         "examples.gold: 'examples/nope/*.md' matches no file",)),
@@ -252,7 +253,7 @@ CORPUS: dict[str, Bad] = {
     "review-not-utf8": Bad("review", latin1(REVIEW, "hello appears"), (
         "rubrics/review.yaml: line 9:", "is not UTF-8", "save the file as UTF-8")),
     "review-scoring-mode": Bad("review", review("scoring_mode: weighted", "scoring_mode: graded"), (
-        "scoring_mode: 'graded' is not a scoring mode",)),
+        "scoring_mode: unknown scoring mode 'graded'", "use one of: binary, weighted")),
     "review-no-criteria": Bad("review", REVIEW[:REVIEW.index("criteria:")] + "criteria: []\n", (
         "criteria: expected a list with at least one criterion",)),
     "review-criterion-missing-condition": Bad("review", review('    fail_condition: "no hello"\n', ""), (
@@ -289,13 +290,13 @@ CORPUS: dict[str, Bad] = {
         "judge.timeout_s: -5 is outside",)),
     "agents-escalate-conditions-text": Bad("agents", agents("escalate_conditions: [exec_level_partner]",
                                                             "escalate_conditions: exec_level_partner, low_fit"), (
-        "defaults.escalate_conditions: expected a list of text, got text 'exec_level_partner, low_fit'",
+        "defaults.escalate_conditions: expected a list of text, got 'exec_level_partner, low_fit'",
         "escalate_conditions: [first, second]")),
     "agents-agent-escalate-conditions-text": Bad("agents", agents("    evaluator:", "    escalate_conditions: x\n"
                                                                   "    evaluator:"), (
-        "agents.writer.escalate_conditions: expected a list of text, got text 'x'",)),
+        "agents.writer.escalate_conditions: expected a list of text, got 'x'",)),
     "agents-escalate-conditions-numbers": Bad("agents", agents("[exec_level_partner]", "[1, 2]"), (
-        "defaults.escalate_conditions: expected a list of text, got a list [1, 2]",)),
+        "defaults.escalate_conditions[0]: expected non-empty text, got 1",)),
     "agents-command-timeout-negative": Bad("agents", agents("timeout_s: 60", "timeout_s: -1"), (
         "agents.writer.reviser.timeout_s: expected a positive number of seconds, got -1",)),
     "agents-command-timeout-zero": Bad("agents", agents("timeout_s: 60", "timeout_s: 0"), (
@@ -307,7 +308,7 @@ CORPUS: dict[str, Bad] = {
     "agents-command-timeout-text": Bad("agents", agents("timeout_s: 60", "timeout_s: '60'"), (
         "reviser.timeout_s: expected a positive number of seconds, got '60'",)),
     "agents-command-option-near-miss": Bad("agents", agents("timeout_s: 60", "timeout: 60"), (
-        "agents.writer.reviser.timeout: unknown option of a command runner (did you mean 'timeout_s'?)",)),
+        "agents.writer.reviser.timeout: unknown key (did you mean 'timeout_s'?)", "use one of: timeout_s, env")),
     "agents-command-env-text": Bad("agents", agents("env: [MY_TOKEN]", "env: MY_TOKEN"), (
         "agents.writer.reviser.env: expected a list of environment variable names",)),
     "agents-command-env-bad-name": Bad("agents", agents("env: [MY_TOKEN]", "env: [MY-TOKEN]"), (
@@ -381,7 +382,7 @@ CORPUS: dict[str, Bad] = {
         "cases[0].inputs.file: cannot read",)),
     "cases-whole-inputs-a-list": Bad("cases", cases('{text: "hello", notes: {file: data/notes.txt}}',
                                                     "{file: data/list.yaml}"), (
-        "cases[0].inputs.file: data/list.yaml holds a list, not a mapping of input names",),
+        "cases[0].inputs.file: expected a mapping of input names in data/list.yaml, got ['a', 'b']",),
         extra={"suites/data/list.yaml": "- a\n- b\n"}),
     "cases-input-path-empty": Bad("cases", cases("data/notes.txt", "''"), (
         "cases[0].inputs.notes.file: expected a file path, got ''",)),
@@ -402,9 +403,10 @@ CORPUS: dict[str, Bad] = {
     "cases-unknown-agent": Bad("cases", cases("agent: writer", "agent: ghost"), (
         "agent: unknown agent 'ghost'", "use one of: writer")),
     "cases-today-not-a-date": Bad("cases", CASES + "    today: tomorrow\n", (
-        "cases[0].today: 'tomorrow' is not a date",)),
+        "cases[0].today: expected a date, got 'tomorrow'",)),
     "cases-no-cases": Bad("cases", "agent: writer\ncases: []\n", ("cases: expected a list with at least one case",)),
-    "cases-flags-numbers": Bad("cases", CASES + "    flags: [1, 2]\n", ("cases[0].flags: expected a list of text",)),
+    "cases-flags-numbers": Bad("cases", CASES + "    flags: [1, 2]\n", (
+        "cases[0].flags[0]: expected non-empty text, got 1",)),
     "input-text-not-utf8": Bad("input", b"first line\nsecond " + NOT_UTF8 + b"\n", (
         "suites/data/notes.txt: line 2: byte 0xe9 at column 11 (byte offset 21) is not UTF-8",
         "save the file as UTF-8")),
@@ -446,9 +448,9 @@ CORPUS: dict[str, Bad] = {
     "goal-field-twice": Bad("goal", goal("- timeout: 20", "- timeout: 20\n- timeout: 30"), (
         "benchmark.timeout: given twice", "the first is on line 12")),
     "goal-direction": Bad("goal", goal("direction: maximize", "direction: up"), (
-        "goal.md:8: metric.direction: expected 'maximize' or 'minimize', got 'up'", "write '- direction: minimize'")),
+        "goal.md:8: metric.direction: unknown direction 'up'", "use one of: maximize, minimize")),
     "goal-timeout-negative": Bad("goal", goal("- timeout: 20", "- timeout: -1"), (
-        "benchmark.timeout: expected a positive number, got '-1'", "write '- timeout: 60'")),
+        "benchmark.timeout: -1 is not above 0", "use a value above 0")),
     "goal-timeout-text": Bad("goal", goal("- timeout: 20", "- timeout: soon"), (
         "benchmark.timeout: expected a number, got 'soon'",)),
     "goal-field-near-miss": Bad("goal", goal("- planners: 0", "- planerz: 0"), (
@@ -460,11 +462,11 @@ CORPUS: dict[str, Bad] = {
     "goal-parse-regex-without-pattern": Bad("goal", goal("- timeout: 20", "- parse: regex"), (
         "benchmark.score_regex: missing (parse: regex needs it)",)),
     "goal-noise-runs": Bad("goal", goal("- noise_runs: 3", "- noise_runs: 1"), (
-        "acceptance.noise_runs: expected at least 2 runs", "write '- noise_runs: 5'")),
+        "acceptance.noise_runs: expected a whole number >= 2, got 1", "write a whole number >= 2")),
     "goal-significance": Bad("goal", goal("- significance: mann_whitney", "- significance: t-test"), (
-        "acceptance.significance: expected 'mann_whitney' or 'bootstrap'",)),
+        "acceptance.significance: unknown significance 't_test'", "use one of: mann_whitney, bootstrap")),
     "goal-alpha": Bad("goal", goal("- post_merge_runs: 1", "- alpha: 2"), (
-        "acceptance.alpha: expected a probability between 0 and 1", "write '- alpha: 0.05'")),
+        "acceptance.alpha: 2 is not below 1", "use a value below 1")),
     "goal-executor-network": Bad("goal", goal("- env: SYNTH_NOISE_COUNTER, SYNTH_BENCH_SLEEP",
                                               "- executor_network: maybe"), (
         "sandbox.executor_network: expected on or off, got 'maybe'", "write '- executor_network: on'")),
@@ -519,7 +521,7 @@ CORPUS: dict[str, Bad] = {
     "prices-not-utf8": Bad("prices", b"claude-haiku-4-5: {input: 1, output: 5} # " + NOT_UTF8 + b"\n", (
         "prices.yaml: line 1:", "is not UTF-8")),
     "prices-missing-output": Bad("prices", "my-model: {input: 2}\n", ("prices.yaml: my-model.output: missing",)),
-    "prices-negative": Bad("prices", "claude-haiku-4-5: {input: -1}\n", ("claude-haiku-4-5.input: -1 is negative",)),
+    "prices-negative": Bad("prices", "claude-haiku-4-5: {input: -1}\n", ("claude-haiku-4-5.input: -1 is below 0",)),
 }
 
 
@@ -733,7 +735,7 @@ def test_a_bad_judge_answer_names_the_field_and_the_problem(tmp_path: Path, data
     context = CheckContext(inputs={}, today=dt.date(2026, 1, 1))
     with pytest.raises(ValidationFailed) as info:
         evaluate("an artifact", rubric=rubric, threshold=0.5, context=context, judge=Answers(data),
-                 request={"agent": "a", "case": "c", "inputs": {}, "role": "evaluator", "attempt": 1})
+                 about=Subject("a", "c", 1, {}))
     message = str(info.value)
     assert "\n" not in message and len(message) < 2000, message[:3000]
     assert message.startswith("validation_failed: the evaluator's answer does not match EvaluatorOutput: ")
@@ -755,7 +757,7 @@ def test_the_judge_models_invalid_answer_names_type_and_range_errors(fake_anthro
     judge = LlmJudge(load_prompt(prompt_path, source="agents.yaml"), client)
     with pytest.raises(ValidationFailed) as info:
         evaluate("an artifact", rubric=rubric, threshold=0.5, context=CheckContext({}, dt.date(2026, 1, 1)),
-                 judge=judge, request={"agent": "a", "case": "c", "inputs": {}, "role": "evaluator", "attempt": 1})
+                 judge=judge, about=Subject("a", "c", 1, {}))
     client.close()
     message = str(info.value)
     assert "dimensionScores.accuracy.score: 1.7 is above the maximum 1; passed: 'yes' is text, not true or false; " \

@@ -129,7 +129,7 @@ BAD_INPUTS = {
         ("dimensions.greeting.check.contain: unknown check kind 'contain'", "did you mean 'contains'?")),
     "bad-check-option": Bad(
         rubric("length: {max_words: 12}", "length: {max_word: 12}"), ("rubrics/",), "rubrics/quality.yaml",
-        ("dimensions.concise.check.length.max_word: unknown key 'max_word' (did you mean 'max_words'?)",)),
+        ("dimensions.concise.check.length.max_word: unknown key (did you mean 'max_words'?)",)),
     "python-check-cannot-be-imported": Bad(
         rubric("contains: {all: [hello]}", "python: 'no_such_checks:score'"), ("rubrics/",), "rubrics/quality.yaml",
         ("dimensions.greeting.check.python: module 'no_such_checks' cannot be imported", "(fix: create")),

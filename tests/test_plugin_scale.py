@@ -523,8 +523,7 @@ def test_a_bad_price_file_is_one_line_naming_file_and_field(project: Project,
     result = project.run("suites/")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert error_sections(result) == [[
-        "prices.yaml: my-proxy-model.output: missing: a model not in the default table needs input and output "
-        "prices (fix: give USD per million tokens, e.g. `{input: 3, output: 15}`)"]]
+        "prices.yaml: my-proxy-model.output: missing (fix: add `output:`)"]]
     assert fake_anthropic.calls == 0
 
 

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
@@ -21,17 +19,6 @@ from harness.testing.fake_openai import judge_responder as openai_judge
 
 GPT = ModelSettings(model="openai/gpt-4.1-mini", timeout_s=5, max_retries=0)
 SCHEMA = {"type": "object", "required": ["answer"], "properties": {"answer": {"type": "integer", "maximum": 10}}}
-
-
-@pytest.fixture
-def fake_openai(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
-    """A running fake chat-completions API; OPENAI_BASE_URL points at it, OPENAI_API_KEY is a dummy."""
-    with FakeOpenAI() as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test-dummy")
-        no_proxy = os.environ.get("NO_PROXY", "")
-        monkeypatch.setenv("NO_PROXY", ",".join(p for p in (no_proxy, "127.0.0.1", "localhost") if p))
-        yield server
 
 
 # -- openai, through the real SDK -------------------------------------------------------------------

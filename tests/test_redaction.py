@@ -156,8 +156,8 @@ def test_a_leaky_command_producer_leaves_no_secret_anywhere(project: Project, mo
     ("env: DB_PASS", "producer.env: expected a list of environment variable names, got 'DB_PASS'"),
     ("env: [DB-PASS]", "producer.env: expected a list of environment variable names"),
     ("timeout_s: -1", "producer.timeout_s: expected a positive number of seconds, got -1"),
-    ("timeot_s: 5", "producer.timeot_s: unknown option of a command runner (did you mean 'timeout_s'?) (fix: use "
-                    "timeout_s and env)"),
+    ("timeot_s: 5", "producer.timeot_s: unknown key (did you mean 'timeout_s'?) (fix: remove it or use one of: "
+                    "timeout_s, env)"),
 ])
 def test_command_runner_options_are_checked(project: Project, options: str, message: str) -> None:
     project.rubric("quality", QUALITY_RUBRIC)

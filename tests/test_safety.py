@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.tournament import schemas
-from harness.tournament.safety import SafetyGuard, parse
+from harness.tournament.safety import SafetyGuard
+from harness.tournament.shell_commands import parse
 
 # The fifteen hostile commands the old text blocklist was tried with (eight got through it), then more.
 HOSTILE = [

@@ -381,7 +381,7 @@ def test_cli_reports_errors_in_one_line(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "improve", str(goal)],
                           capture_output=True, text=True)
     assert proc.returncode == 78
-    assert "goal.md:8: metric.direction: expected 'maximize' or 'minimize', got 'up'" in proc.stderr
+    assert "goal.md:8: metric.direction: unknown direction 'up'" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 

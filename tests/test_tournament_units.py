@@ -19,7 +19,8 @@ from harness.tournament.benchmark import BenchmarkSite, SealedManifest, SealedPa
 from harness.tournament.confine import GoalSandbox
 from harness.tournament.executors import ModelExecutor
 from harness.tournament.gitops import GitRepo
-from harness.tournament.goal import BenchmarkSpec, load_goal
+from harness.tournament.goal import BenchmarkSpec
+from harness.tournament.goal_file import load_goal
 from harness.tournament.ideas import list_ideas
 from harness.tournament.testing import goal_repo, synth_goal_md
 

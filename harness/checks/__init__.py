@@ -21,7 +21,7 @@ with ``@check_kind`` (registry); plugins add kinds with the ``pytest_harness_che
 from __future__ import annotations
 
 from harness.checks.base import Check, CheckContext, CheckResult
-from harness.checks.fields import Fields
+from harness.fields import Fields  # plugins' parsers are documented to receive harness.checks.Fields
 from harness.checks.registry import CheckParser, builtin_kinds, check_kind, parse_check, with_plugin_kinds
 
 # The families register their kinds on import, in this order (the order error messages list them in).

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from harness import safe_regex
 from harness.errors import HarnessConfigError
+from harness.fields import one_line
 
 
 @dataclass(frozen=True)
@@ -50,13 +51,6 @@ class Check(Protocol):
 # --------------------------------------------------------------------------------------------- reasons
 
 REASON_ITEM_LIMIT = 3
-TEXT_LIMIT = 120
-
-
-def one_line(text: str, limit: int = TEXT_LIMIT) -> str:
-    """Collapse whitespace so a reason stays on one line, and cap its length."""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def quoted_list(values: Iterable[str], limit: int = REASON_ITEM_LIMIT) -> str:

@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.checks.base import REASON_ITEM_LIMIT, CheckContext, CheckResult, one_line, quoted_list, run_user_pattern
-from harness.checks.fields import Fields
+from harness.checks.base import REASON_ITEM_LIMIT, CheckContext, CheckResult, quoted_list, run_user_pattern
 from harness.checks.registry import check_kind
 from harness.errors import HarnessConfigError
+from harness.fields import Fields, one_line
 
 _ISO_DATE = re.compile(r"(?<!\d)(\d{4}-\d{2}-\d{2})(?!\d)")
 _AGGREGATES = ("mean", "min")
@@ -146,8 +146,7 @@ def parse_date_age(raw: Any, f: Fields) -> DateAgeCheck:
     else:
         table = opts["windows"]
         if not isinstance(table, Mapping) or not table:
-            raise f.error("windows", f"expected a mapping of days to scores, got {one_line(repr(table), 60)}",
-                          f"write {example}")
+            raise f.expected("windows", "a mapping of days to scores", table, f"write {example}")
         windows = []
         for key, value in table.items():
             days = int(key) if isinstance(key, str) and key.strip().isdigit() else key
@@ -187,14 +186,9 @@ def parse_date_age(raw: Any, f: Fields) -> DateAgeCheck:
         else:
             as_of = _as_date(value)
             if as_of is None:
-                raise f.error("as_of",
-                              f"expected a date (YYYY-MM-DD) or {{input: name}}, got {one_line(repr(value), 60)}",
-                              "write as_of: 2026-01-31 or as_of: {input: run_date}")
-    aggregate = "mean"
-    if "aggregate" in opts:
-        aggregate = f.string(opts["aggregate"], "aggregate")
-        if aggregate not in _AGGREGATES:
-            raise f.error("aggregate", f"unknown aggregate {aggregate!r}", f"use one of {', '.join(_AGGREGATES)}")
+                raise f.expected("as_of", "a date (YYYY-MM-DD) or {input: name}", value,
+                                 "write as_of: 2026-01-31 or as_of: {input: run_date}")
+    aggregate = f.choice(opts["aggregate"], "aggregate", _AGGREGATES, "aggregate") if "aggregate" in opts else "mean"
     none_found = f.unit_score(opts["none_found"], "none_found") if "none_found" in opts else 0.0
     return DateAgeCheck(tuple(windows), pattern, date_format, as_of, as_of_input, aggregate, none_found,
                         path=str(f.path), field_name=f.field)

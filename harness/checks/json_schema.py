@@ -13,10 +13,10 @@ import jsonschema
 from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
 
-from harness.checks.base import REASON_ITEM_LIMIT, CheckContext, CheckResult, one_line, plural
-from harness.checks.fields import Fields
+from harness.checks.base import REASON_ITEM_LIMIT, CheckContext, CheckResult, plural
 from harness.checks.paths import MISSING, json_path, value_at
 from harness.checks.registry import check_kind
+from harness.fields import Fields, one_line
 from harness.yamlfile import parse_yaml, read_text
 
 _JSON_BLOCK = re.compile(r"```[ \t]*json[ \t]*\r?\n(.*?)```", re.IGNORECASE | re.DOTALL)
@@ -129,8 +129,8 @@ def parse_json_schema(raw: Any, f: Fields) -> JsonSchemaCheck:
     elif isinstance(schema_raw, Mapping):
         schema, origin = schema_raw, "inline schema"
     else:
-        raise f.error("schema", f"expected an inline mapping or a file path, got {type(schema_raw).__name__}",
-                      f"write {example} or an inline mapping such as schema: {{type: object}}")
+        raise f.expected("schema", "an inline mapping or a file path", schema_raw,
+                         f"write {example} or an inline mapping such as schema: {{type: object}}")
     if not isinstance(schema, Mapping):
         raise f.error("schema", f"{origin} is a {type(schema).__name__}, not a JSON Schema object",
                       "make the schema a JSON object such as {\"type\": \"object\"}")
@@ -142,11 +142,7 @@ def parse_json_schema(raw: Any, f: Fields) -> JsonSchemaCheck:
         at = json_path(exc.absolute_path)
         raise f.error("schema", f"{origin} is not a valid JSON Schema: {one_line(exc.message)} (at {at})",
                       "make the schema valid for its $schema metaschema (Draft 2020-12 by default)") from None
-    source = "auto"
-    if "source" in opts:
-        source = f.string(opts["source"], "source")
-        if source not in _SOURCES:
-            raise f.error("source", f"unknown source {source!r}", f"use one of {', '.join(_SOURCES)}")
+    source = f.choice(opts["source"], "source", _SOURCES, "source") if "source" in opts else "auto"
     items: tuple[str, ...] = ()
     if "items" in opts:
         dotted = f.string(opts["items"], "items", what="a dotted path such as 'targets' or 'data.targets'")

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.checks.base import CheckContext, CheckResult, one_line
-from harness.checks.fields import Fields
+from harness.checks.base import CheckContext, CheckResult
 from harness.checks.registry import check_kind
 from harness.errors import AgentRunError
+from harness.fields import Fields, one_line
 
 _SYS_PATH_LOCK = threading.RLock()
 
@@ -97,7 +97,7 @@ def _import_callable(spec: str, f: Fields, key: str | None) -> Callable[..., Any
 
 def import_callable(spec: str, *, path: Path | str, field: str, import_root: Path) -> Callable[..., Any]:
     """Import ``module:function`` from ``import_root``; every problem names ``path`` and ``field``."""
-    return _import_callable(spec, Fields(Path(path), field, Path(path).parent, import_root), None)
+    return _import_callable(spec, Fields.of(path, field, import_root=import_root), None)
 
 
 def _to_result(spec: str, value: Any) -> CheckResult:
@@ -175,8 +175,8 @@ def parse_python(raw: Any, f: Fields) -> PythonCheck:
         if options is None:
             options = {}
         if not isinstance(options, Mapping) or not all(isinstance(k, str) and k.isidentifier() for k in options):
-            raise f.error("options", f"expected a mapping of keyword arguments, got {one_line(repr(options), 60)}",
-                          "write options: {name: value} with identifier names")
+            raise f.expected("options", "a mapping of keyword arguments", options,
+                             "write options: {name: value} with identifier names")
     function = _import_callable(f.string(spec, key), f, key)
     try:
         signature = inspect.signature(function)

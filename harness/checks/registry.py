@@ -8,22 +8,21 @@ Every parser, built-in or not, has one signature (:data:`CheckParser`)::
     def parse_max_words(options: Any, fields: Fields) -> Check: ...
 
 ``options`` is the YAML value under the kind, as written; ``fields`` names the rubric file and field
-(:class:`~harness.checks.fields.Fields`), knows the rubric's folder and the import root, and validates
+(:class:`~harness.fields.Fields`), knows the rubric's folder and the import root, and validates
 options with one-line errors. A parser raises ``HarnessConfigError`` (``fields.error(...)``) for every
 mistake and returns a frozen check whose ``run(artifact, context)`` is pure and thread-safe.
 """
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from harness.checks.base import Check, one_line
-from harness.checks.fields import Fields
+from harness.checks.base import Check
 from harness.errors import HarnessConfigError
+from harness.fields import Fields, one_line
 
 CheckParser = Callable[[Any, Fields], Check]
 """``parser(options, fields) -> Check``: see the module docstring."""
@@ -99,24 +98,18 @@ def parse_check(raw: Any, *, path: Path, field: str, base_dir: Path, import_root
     Raises HarnessConfigError for every mistake.
     """
     known = builtin_kinds() if kinds is None else kinds
-    names = ", ".join(known)
-    if not isinstance(raw, Mapping) or len(raw) != 1:
-        if isinstance(raw, Mapping) and len(raw) > 1:
-            problem = f"has {len(raw)} keys ({', '.join(map(str, raw))}); a check has exactly one kind"
-            fix = "keep one kind per dimension (split the others into their own dimensions)"
-        else:
-            problem = f"expected a mapping with one key, the check kind; got {one_line(repr(raw), 60)}"
-            fix = f"write e.g. check: {{regex: 'BU: \\w+'}}; kinds: {names}"
-        raise HarnessConfigError(path, field, problem, fix)
+    place = Fields(path, field, base_dir, import_root)
+    if isinstance(raw, Mapping) and len(raw) > 1:
+        raise place.error(None, f"has {len(raw)} keys ({', '.join(map(str, raw))}); a check has exactly one kind",
+                          "keep one kind per dimension (split the others into their own dimensions)")
+    if not isinstance(raw, Mapping) or not raw:
+        raise place.expected(None, "a mapping with one key, the check kind", raw,
+                             f"write e.g. check: {{regex: 'BU: \\w+'}}; kinds: {', '.join(known)}")
     (kind, options), = raw.items()
-    if not isinstance(kind, str) or kind not in known:
-        close = difflib.get_close_matches(str(kind), list(known), n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        raise HarnessConfigError(path, f"{field}.{kind}", f"unknown check kind {kind!r}",
-                                 f"{hint}known kinds: {names}")
-    check = known[kind](options, Fields(path, f"{field}.{kind}", base_dir, import_root))
+    place.choice(kind, str(kind), tuple(known), "check kind")
+    check = known[kind](options, place.nested(kind))
     if kind not in _BUILTIN and not callable(getattr(check, "run", None)):
-        raise HarnessConfigError(path, f"{field}.{kind}", f"the plugin parser of check kind {kind!r} returned "
-                                 f"{type(check).__name__}, which has no run(artifact, context)",
-                                 "make the parser return a check: an object with run(artifact, context)")
+        raise place.error(kind, f"the plugin parser of check kind {kind!r} returned {type(check).__name__}, which "
+                          "has no run(artifact, context)",
+                          "make the parser return a check: an object with run(artifact, context)")
     return check

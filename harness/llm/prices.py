@@ -8,13 +8,13 @@ snapshot (``claude-sonnet-4-5-20250929``) is priced as its alias. A model with n
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from harness.errors import HarnessConfigError
+from harness.fields import Fields
 from harness.usage import Usage
 from harness.yamlfile import load_yaml, read_text
 
@@ -91,52 +91,19 @@ def load_price_table(path: Path | str) -> dict[str, Price]:
     HarnessConfigError naming the file and the field (``prices.yaml: claude-x.output: ...``).
     """
     path = Path(path)
-    data = _read_price_file(path)
-    if not isinstance(data, Mapping):
-        raise HarnessConfigError(
-            path,
-            None,
-            f"a price table is a mapping of model name to prices, not {type(data).__name__}",
-            "write `claude-sonnet-4-6: {input: 3, output: 15, cache_write: 3.75, cache_read: 0.3}`",
-        )
+    top = Fields.of(path).section(_read_price_file(path), known=None,
+                                  example="`claude-sonnet-4-6: {input: 3, output: 15, cache_write: 3.75, "
+                                          "cache_read: 0.3}`")
     table = dict(PRICES_PER_MTOK)
-    for model, row in data.items():
-        if not isinstance(model, str) or not model.strip():
-            raise HarnessConfigError(path, str(model), "a model name must be a non-empty string")
-        if not isinstance(row, Mapping):
-            raise HarnessConfigError(
-                path,
-                model,
-                f"must be a mapping with {', '.join(_PRICE_FIELDS)}, not {type(row).__name__}",
-                "give USD per million tokens, e.g. `{input: 3, output: 15}`",
-            )
-        for name in row:
-            if name not in _PRICE_FIELDS:
-                raise HarnessConfigError(
-                    path, f"{model}.{name}", "unknown field", f"use only {', '.join(_PRICE_FIELDS)}"
-                )
+    for model, raw_row in top.raw.items():
+        top.fields.string(model, str(model), what="a model name")
         base_key = _price_key(model)
-        base = PRICES_PER_MTOK[base_key] if base_key is not None else None
-        values: dict[str, float] = {}
-        for name in _PRICE_FIELDS:
-            if name in row:
-                value = row[name]
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                    raise HarnessConfigError(
-                        path, f"{model}.{name}", f"{value!r} is not a number", "give USD per million tokens"
-                    )
-                if value < 0:
-                    raise HarnessConfigError(path, f"{model}.{name}", f"{value!r} is negative", "prices are >= 0")
-                values[name] = float(value)
-            elif base is not None:
-                values[name] = getattr(base, name)
-            elif name in ("input", "output"):
-                raise HarnessConfigError(
-                    path,
-                    f"{model}.{name}",
-                    "missing: a model not in the default table needs input and output prices",
-                    "give USD per million tokens, e.g. `{input: 3, output: 15}`",
-                )
+        # a model of its own has no row in the default table to take the prices it leaves out from
+        row = top.fields.nested(model).section(raw_row, known=_PRICE_FIELDS,
+                                               required=("input", "output") if base_key is None else (),
+                                               example="USD per million tokens, e.g. `{input: 3, output: 15}`")
+        values = PRICES_PER_MTOK[base_key]._asdict() if base_key is not None else {}
+        values.update({name: row.number(name, low=0.0) for name in _PRICE_FIELDS if name in row})
         values.setdefault("cache_write", values["input"] * 1.25)
         values.setdefault("cache_read", values["input"] * 0.1)
         table[model] = Price(**values)

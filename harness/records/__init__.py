@@ -10,6 +10,7 @@ Modules, one job each:
 - ``database``: connections (the writer's, in WAL mode; a reader's, read-only) and transactions;
 - ``runlog``: ``run-log.json``, the O(1) append and the read;
 - ``store``: :class:`RecordStore`: cycles, the liveness lock, writes of rows and artifacts;
+- ``writer``: :class:`RecordWriter`, the event-stream sink that records each item's attempts through the store;
 - ``reconcile``: the records of a killed session made whole by the next one;
 - ``reader``: every SELECT, and :class:`RecordReader`.
 """
@@ -38,10 +39,12 @@ from harness.records.schema import (
     AttemptDetails,
 )
 from harness.records.store import RecordStore
+from harness.records.writer import RecordWriter
 
 __all__ = [
     "ADDED_DETAIL_COLUMNS", "AGENT_RUNS_SCHEMA", "ALIVE_LOCK", "ATTEMPT_DETAILS_SCHEMA", "ATTEMPT_FIELDS",
     "DATABASE_NAME", "INTERRUPTED_FEEDBACK", "LOOP_RESULTS_SCHEMA", "RECONCILED_MARK", "RECONCILIATION_FILE",
-    "RUN_LOG_NAME", "RUN_LOG_TAIL", "AttemptDetails", "Reconciliation", "RecordReader", "RecordStore", "RunLocation",
+    "RUN_LOG_NAME", "RUN_LOG_TAIL", "AttemptDetails", "Reconciliation", "RecordReader", "RecordStore", "RecordWriter",
+    "RunLocation",
     "database_path", "reconciliation_note", "run_location", "run_log_path",
 ]

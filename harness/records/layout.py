@@ -9,6 +9,7 @@ WORK/runs/{cycle}/run-log.json, reconciliation.json, .alive.lock, .reconciled
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,9 +28,16 @@ class RunLocation:
     cycle_id: str
     agent_name: str
     directory: Path
+    shown_directory: str | None = None  # how records name the folder (relative to the project root)
 
     def attempt_artifact(self, attempt: int) -> Path:
         return self.directory / f"attempt-{attempt}.md"
+
+    def shown_artifact(self, attempt: int) -> str:
+        """How the records name the attempt's artifact."""
+        if self.shown_directory is None:
+            return str(self.attempt_artifact(attempt))
+        return os.path.join(self.shown_directory, self.attempt_artifact(attempt).name)
 
     def attempt_evaluation(self, attempt: int) -> Path:
         return self.directory / f"attempt-{attempt}.eval.json"

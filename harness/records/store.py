@@ -9,6 +9,7 @@ locking. Its reads run the read side's SQL (:mod:`harness.records.reader`) on it
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import fcntl
 import json
@@ -138,7 +139,8 @@ class RecordStore:
         return reconcile(self._connection(), self.runs_dir, self._alive)
 
     def location(self, cycle_id: str, agent_name: str, case_id: str | None) -> RunLocation:
-        return run_location(self.work_dir, cycle_id, agent_name, case_id)
+        where = run_location(self.work_dir, cycle_id, agent_name, case_id)
+        return dataclasses.replace(where, shown_directory=self.display_path(where.directory))
 
     # --- attempts --------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """A fake OpenAI Chat Completions API on 127.0.0.1 for tests and benchmarks, scripted per test.
 
-It is a real HTTP server (``http.server.ThreadingHTTPServer`` in a daemon thread), so the real ``openai``
-SDK talks to it through its own HTTP stack, retries and timeouts included::
+The HTTP server, the queue of replies, the responder and the record of requests are
+:class:`harness.testing.fake_http.FakeModelServer`'s; this module adds the Chat Completions wire format::
 
     with FakeOpenAI() as server:             # server.base_url ends in /v1, as the SDK's base_url does
         client = openai.OpenAI(base_url=server.base_url, api_key="test")
@@ -13,12 +13,7 @@ SDK talks to it through its own HTTP stack, retries and timeouts included::
 
 It serves ``POST /v1/chat/completions`` without streaming: a request with ``stream: true`` (or ``n`` above
 1) is refused with a 400 that says so, before the queue is touched, so a provider that streams by mistake
-fails loudly instead of waiting for events that never come. Replies come from the queue first (in order),
-then from ``responder(request_json)``. With neither, the server answers 400 ``invalid_request_error``
-saying so (the SDK does not retry a 400).
-
-"In flight" counts a request from its arrival until its answer starts being written, so a client that
-bounds its own concurrency never sees the server count more than its bound (as in the Anthropic fake).
+fails loudly instead of waiting for events that never come.
 
 Usage: a reply without explicit ``usage`` gets token counts estimated from the request (4 characters a
 token) and a simulated automatic prompt cache, as OpenAI's: the longest run of leading messages (with the
@@ -29,19 +24,14 @@ tools and response format) the server has seen before is cached, counted only fr
 
 from __future__ import annotations
 
-import collections
-import dataclasses
 import hashlib
-import itertools
 import json
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
-from urllib.parse import urlsplit
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
+from harness.testing.fake_http import FakeModelServer, ScriptedReply, estimated_tokens
 from harness.testing.schema_fill import evaluator_output
 
 __all__ = ["FakeOpenAI", "Reply", "Responder", "judge_responder"]
@@ -59,27 +49,20 @@ _ERRORS: dict[int, tuple[str, str | None]] = {
 
 _CACHE_MIN_TOKENS = 1024  # OpenAI caches a prompt prefix only from this length ...
 _CACHE_STEP_TOKENS = 128  # ... and in steps of this many tokens
-_PATH = "/v1/chat/completions"
 
 
 @dataclass(frozen=True)
-class Reply:
+class Reply(ScriptedReply):
     """One scripted answer. Build it with :meth:`text`, :meth:`tool`, :meth:`json`, :meth:`error`, :meth:`slow`
     or :meth:`raw`."""
 
-    status: int = 200
     content: str | None = None
     tool_calls: tuple[Mapping[str, Any], ...] = ()  # {"name": str | None, "arguments": JSON text}
     finish_reason: str | None = "stop"
-    usage: Mapping[str, int] | None = None
-    model: str | None = None
-    error_type: str | None = None
-    error_message: str | None = None
     error_code: str | None = None
     error_param: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    delay_s: float = 0.0
-    body: bytes | None = None  # sent verbatim instead of a rendered chat.completion / error
+
+    NO_ANSWER: ClassVar[Mapping[str, Any]] = {"finish_reason": None}
 
     @classmethod
     def text(
@@ -148,289 +131,59 @@ class Reply:
         real API does not send (add it through ``headers`` with :func:`dataclasses.replace` if needed).
         ``should_retry`` sets ``x-should-retry``, which the SDK obeys over the status code.
         """
-        headers: dict[str, str] = {}
-        if retry_after is not None:
-            headers["retry-after"] = f"{retry_after:g}"
-        if should_retry is not None:
-            headers["x-should-retry"] = "true" if should_retry else "false"
         default_type, default_code = _ERRORS.get(status) or (
             ("server_error", None) if status >= 500 else ("invalid_request_error", None)
         )
-        etype = error_type or default_type
-        return cls(
-            status=status,
-            error_type=etype,
-            error_message=message or f"fake {etype} ({status})",
-            error_code=code if code is not None else default_code,
-            error_param=param,
-            headers=headers,
-            finish_reason=None,
+        return cls._api_error(
+            status, error_type or default_type, message=message, retry_after=retry_after, should_retry=should_retry,
+            error_code=code if code is not None else default_code, error_param=param,
         )
-
-    @classmethod
-    def slow(cls, seconds: float, reply: Reply) -> Reply:
-        """``reply``, sent after ``seconds`` more (on top of the server's ``latency_s``)."""
-        return dataclasses.replace(reply, delay_s=reply.delay_s + seconds)
-
-    @classmethod
-    def raw(cls, status: int, body: str | bytes, headers: Mapping[str, str] | None = None) -> Reply:
-        """Any status and body, e.g. a malformed answer."""
-        data = body.encode() if isinstance(body, str) else body
-        return cls(status=status, body=data, headers=dict(headers or {}), finish_reason=None)
 
 
 Responder = Callable[[dict[str, Any]], Reply]
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False  # a slow reply still sleeping must not hold up stop()
-    request_queue_size = 512  # benchmarks open many connections at once
-    allow_reuse_address = True
-    fake: FakeOpenAI
+class FakeOpenAI(FakeModelServer[Reply]):
+    """The fake Chat Completions API; a context manager that starts on enter and stops on exit.
 
+    Its ``base_url`` is ``http://127.0.0.1:PORT/v1``: the openai SDK's ``base_url`` includes the version,
+    Anthropic's does not.
+    """
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _HTTPServer
-    protocol_version = "HTTP/1.0"  # one request per connection: nothing lingers after stop()
-    # Without this the answer's body waits behind its headers for the client's delayed ACK
-    # (Nagle's algorithm): about 40 ms per call on a keep-alive connection, which no real API adds.
-    disable_nagle_algorithm = True
+    reply_type = Reply
+    model_path = "/v1/chat/completions"
+    base_path = "/v1"
+    request_id_header = "x-request-id"
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-        self.server.fake._handle(self)
+    # -- the Chat Completions wire format ------------------------------------------------------------
 
-    def do_GET(self) -> None:  # noqa: N802
-        path = urlsplit(self.path).path
-        self.server.fake._send_reply(self, Reply.error(404, message=f"Invalid URL (GET {path})"), {}, "")
+    def _refusal(self, request: Mapping[str, Any]) -> Reply | None:
+        """The 400 for a request this fake (or the real API) will not answer, or None."""
+        if not isinstance(request.get("model"), str) or not request["model"]:
+            return Reply.error(400, message="you must provide a model parameter", param="model")
+        messages = request.get("messages")
+        if not isinstance(messages, list) or not messages:
+            return Reply.error(400, message="Missing required parameter: 'messages'.", param="messages",
+                               code="missing_required_parameter")
+        if request.get("stream") is True:
+            return Reply.error(400, param="stream", code="unsupported_value",
+                               message="FakeOpenAI serves non-streaming chat completions only: stream=true is refused")
+        n = request.get("n")
+        if isinstance(n, int) and n > 1:
+            return Reply.error(400, param="n", code="unsupported_value",
+                               message=f"FakeOpenAI answers one choice per request: n={n} is refused")
+        return None
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        pass
+    def _error_body(self, reply: Reply, request_id: str) -> dict[str, Any]:
+        error = {
+            "message": reply.error_message or "",
+            "type": reply.error_type or "server_error",
+            "param": reply.error_param,
+            "code": reply.error_code,
+        }
+        return {"error": error}
 
-
-class _KeepAliveHandler(_Handler):
-    """HTTP/1.1 with keep-alive, as the real API: clients reuse connections (benchmarks use this)."""
-
-    protocol_version = "HTTP/1.1"
-
-
-class FakeOpenAI:
-    """The fake server; a context manager that starts on enter and stops on exit."""
-
-    def __init__(self, *, responder: Responder | None = None, latency_s: float = 0.0, keep_alive: bool = False,
-                 port: int = 0) -> None:
-        self.responder: Responder | None = responder
-        self.port = port  # 0: any free port; a fixed one keeps base_url (part of the response cache key) stable
-        self.keep_alive = keep_alive
-        self.latency_s: float = latency_s
-        self._lock = threading.Lock()
-        self._queue: collections.deque[Reply] = collections.deque()
-        self._requests: list[dict[str, Any]] = []
-        self._headers: list[dict[str, str]] = []
-        self._times: list[float] = []
-        self._errors: list[str] = []
-        self._calls = 0
-        self._in_flight = 0
-        self._peak = 0
-        self._cache: set[str] = set()
-        self._ids = itertools.count(1)
-        self._stopping = threading.Event()
-        self._httpd: _HTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle -----------------------------------------------------------------------------------
-
-    def start(self) -> FakeOpenAI:
-        if self._httpd is not None:
-            return self
-        self._stopping.clear()
-        httpd = _HTTPServer(("127.0.0.1", self.port), _KeepAliveHandler if self.keep_alive else _Handler)
-        httpd.fake = self
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-openai", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        httpd, self._httpd = self._httpd, None
-        if httpd is None:
-            return
-        self._stopping.set()  # wakes replies still waiting out their latency
-        httpd.shutdown()
-        httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeOpenAI:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def base_url(self) -> str:
-        """``http://127.0.0.1:PORT/v1``: the openai SDK's ``base_url`` includes the version, Anthropic's does not."""
-        if self._httpd is None:
-            raise RuntimeError("FakeOpenAI is not running: use it as a context manager or call start()")
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    # -- scripting -----------------------------------------------------------------------------------
-
-    def queue(self, *replies: Reply) -> None:
-        """Answer the next requests with ``replies``, in order (before the responder)."""
-        with self._lock:
-            self._queue.extend(replies)
-
-    def reset(self) -> None:
-        """Forget recorded requests, counters, queued replies and the simulated cache."""
-        with self._lock:
-            self._queue.clear()
-            self._requests.clear()
-            self._headers.clear()
-            self._times.clear()
-            self._errors.clear()
-            self._calls = 0
-            self._peak = self._in_flight
-            self._cache.clear()
-
-    # -- what happened -------------------------------------------------------------------------------
-
-    @property
-    def requests(self) -> list[dict[str, Any]]:
-        """The parsed JSON bodies received so far (a copy), refused ones included."""
-        with self._lock:
-            return list(self._requests)
-
-    @property
-    def request_headers(self) -> list[dict[str, str]]:
-        """The headers of each request (lower-case names), parallel to :attr:`requests`."""
-        with self._lock:
-            return list(self._headers)
-
-    @property
-    def request_times(self) -> list[float]:
-        """``time.monotonic()`` at the arrival of each request, parallel to :attr:`requests`."""
-        with self._lock:
-            return list(self._times)
-
-    @property
-    def errors(self) -> list[str]:
-        """Problems on the server side (a responder that raised, a body that was not JSON)."""
-        with self._lock:
-            return list(self._errors)
-
-    @property
-    def calls(self) -> int:
-        with self._lock:
-            return self._calls
-
-    @property
-    def in_flight(self) -> int:
-        with self._lock:
-            return self._in_flight
-
-    @property
-    def peak_in_flight(self) -> int:
-        """The most requests the server was handling at the same moment."""
-        with self._lock:
-            return self._peak
-
-    @property
-    def pending(self) -> int:
-        """Queued replies not used yet."""
-        with self._lock:
-            return len(self._queue)
-
-    # -- serving -------------------------------------------------------------------------------------
-
-    def _handle(self, handler: _Handler) -> None:
-        path = urlsplit(handler.path).path.rstrip("/")
-        length = int(handler.headers.get("content-length") or 0)
-        body = handler.rfile.read(length) if length else b""
-        if path != _PATH:
-            self._send_reply(handler, Reply.error(404, message=f"Invalid URL (POST {path}): fake serves {_PATH}"),
-                             {}, "")
-            return
-        try:
-            request = json.loads(body or b"null")
-            if not isinstance(request, dict):
-                raise ValueError("the body is not a JSON object")
-        except ValueError as err:
-            with self._lock:
-                self._errors.append(f"bad request body: {err}")
-            self._send_reply(handler, Reply.error(400, message=f"request body is not a JSON object: {err}"), {}, "")
-            return
-
-        refusal = _refusal(request)
-        reply: Reply | None = None
-        with self._lock:
-            self._requests.append(request)
-            self._headers.append({k.lower(): v for k, v in handler.headers.items()})
-            self._times.append(time.monotonic())
-            self._calls += 1
-            if refusal is None:
-                self._in_flight += 1
-                self._peak = max(self._peak, self._in_flight)
-                reply = self._queue.popleft() if self._queue else None
-            responder = self.responder
-            latency = self.latency_s
-        if refusal is not None:  # before the queue: the scripted replies stay for the corrected request
-            self._send_reply(handler, refusal, request, f"{next(self._ids):012x}")
-            return
-        try:
-            if reply is None:
-                reply = self._respond(responder, request)
-            wait = latency + reply.delay_s
-            if wait > 0 and self._stopping.wait(wait):
-                return  # the server is stopping; the client sees the connection drop
-        finally:
-            with self._lock:  # before the answer is written: the client cannot have it yet
-                self._in_flight -= 1
-        self._send_reply(handler, reply, request, f"{next(self._ids):012x}")
-
-    def _respond(self, responder: Responder | None, request: dict[str, Any]) -> Reply:
-        if responder is None:
-            return Reply.error(400, message="FakeOpenAI: no reply queued and no responder set")
-        try:
-            reply = responder(request)
-            if not isinstance(reply, Reply):
-                raise TypeError(f"the responder returned {type(reply).__name__}, not Reply")
-            return reply
-        except Exception as err:  # a broken responder is a test bug: show it, do not let the SDK retry it
-            with self._lock:
-                self._errors.append(f"responder failed: {err!r}")
-            return Reply.error(500, message=f"FakeOpenAI responder failed: {err!r}", should_retry=False)
-
-    def _send_reply(self, handler: _Handler, reply: Reply, request: Mapping[str, Any], uid: str) -> None:
-        headers = {"content-type": "application/json", "x-request-id": f"req_fake_{uid or 'x'}"}
-        headers.update(reply.headers)
-        if reply.body is not None:
-            payload = reply.body
-        elif reply.status == 200:
-            payload = json.dumps(self._completion(reply, request, uid)).encode()
-        else:
-            error = {
-                "message": reply.error_message or "",
-                "type": reply.error_type or "server_error",
-                "param": reply.error_param,
-                "code": reply.error_code,
-            }
-            payload = json.dumps({"error": error}).encode()
-        headers["content-length"] = str(len(payload))
-        try:
-            handler.send_response(reply.status)
-            for name, value in headers.items():
-                handler.send_header(name, value)
-            handler.end_headers()
-            handler.wfile.write(payload)
-            handler.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, OSError):
-            pass  # the client gave up (timeout) before the answer came
-
-    def _completion(self, reply: Reply, request: Mapping[str, Any], uid: str) -> dict[str, Any]:
+    def _answer(self, reply: Reply, request: Mapping[str, Any], uid: str) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": None, "annotations": []}
         if reply.tool_calls:
             message["tool_calls"] = [
@@ -463,7 +216,8 @@ class FakeOpenAI:
             total = int(given.get("total_tokens", prompt + completion))
         else:
             prompt, cached = self._prompt_tokens(request)
-            completion = max(1, len(json.dumps([message.get("content"), message.get("tool_calls")])) // 4)
+            answer_chars = len(json.dumps([message.get("content"), message.get("tool_calls")]))
+            completion = max(1, estimated_tokens(answer_chars))
             reasoning, total = 0, prompt + completion
         return {
             "prompt_tokens": prompt,
@@ -490,34 +244,15 @@ class FakeOpenAI:
             digest.update(part.encode())
             chars += len(part)
             prefixes.append((digest.hexdigest(), chars))
-        with self._lock:
-            seen = max((c for key, c in prefixes[1:] if key in self._cache), default=0)
-            self._cache.update(key for key, _ in prefixes[1:])
-        prompt = max(1, chars // 4)
-        cached = min(seen // 4, prompt)
+        known = self._seen_before(key for key, _ in prefixes[1:])
+        seen = max((c for key, c in prefixes[1:] if key in known), default=0)
+        prompt = max(1, estimated_tokens(chars))
+        cached = min(estimated_tokens(seen), prompt)
         if cached < _CACHE_MIN_TOKENS:
             cached = 0
         else:
             cached -= (cached - _CACHE_MIN_TOKENS) % _CACHE_STEP_TOKENS
         return prompt, cached
-
-
-def _refusal(request: Mapping[str, Any]) -> Reply | None:
-    """The 400 for a request this fake (or the real API) will not answer, or None."""
-    if not isinstance(request.get("model"), str) or not request["model"]:
-        return Reply.error(400, message="you must provide a model parameter", param="model")
-    messages = request.get("messages")
-    if not isinstance(messages, list) or not messages:
-        return Reply.error(400, message="Missing required parameter: 'messages'.", param="messages",
-                           code="missing_required_parameter")
-    if request.get("stream") is True:
-        return Reply.error(400, param="stream", code="unsupported_value",
-                           message="FakeOpenAI serves non-streaming chat completions only: stream=true is refused")
-    n = request.get("n")
-    if isinstance(n, int) and n > 1:
-        return Reply.error(400, param="n", code="unsupported_value",
-                           message=f"FakeOpenAI answers one choice per request: n={n} is refused")
-    return None
 
 
 def _functions(request: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessConfigError
-from harness.loading import did_you_mean
+from harness.errors import HarnessConfigError, did_you_mean
 from harness.yamlfile import read_text
 
 _FIELDS = {"approach_family", "hypothesis", "estimated_impact", "rationale", "builds_on", "avoids", "target_files"}

@@ -30,7 +30,8 @@ from harness.tournament.context import Context
 from harness.tournament.execution import held_even_tolerance
 from harness.tournament.failures import failure_analysis
 from harness.tournament.gitops import GitRepo
-from harness.tournament.goal import Goal, find_goal_file, load_goal
+from harness.tournament.goal import Goal
+from harness.tournament.goal_file import find_goal_file, load_goal
 from harness.tournament.ideas import Idea, list_ideas
 from harness.tournament.models import AgentSettings, Plan
 from harness.tournament.sampling import PairedRuns

@@ -20,7 +20,8 @@ from harness.redaction import redact
 from harness.tournament.benchmark import BenchmarkSite, SealedPaths, benchmark_argv, run_benchmark
 from harness.tournament.confine import GoalSandbox
 from harness.tournament.gitops import GitRepo
-from harness.tournament.goal import Goal, load_goal
+from harness.tournament.goal import Goal
+from harness.tournament.goal_file import load_goal
 from harness.tournament.ideas import list_ideas
 from harness.tournament.schemas import RecordInvalid
 from harness.tournament.store import Layout, read_json

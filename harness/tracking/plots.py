@@ -123,7 +123,7 @@ def plot_trajectories(raw_data_path: Path, out_dir: Path, *,
     """
     entries = read_raw_data(Path(raw_data_path))
     if metrics is None and entries:
-        from harness.tournament.goal import goal_metrics  # only here: tracking imports nothing of the tournament
+        from harness.tournament.goal_file import goal_metrics  # only here: tracking imports nothing of the tournament
 
         metrics = goal_metrics(Path(raw_data_path).resolve().parent.parent / "goals")
     goals: dict[str | None, list[RawDataEntry]] = {}

@@ -1,0 +1,271 @@
+"""Rubric files: seed 000's dimension rubrics and seed 003's review rubrics (criteria, output schema), with
+their items and example libraries; and finding a rubric in a rubrics folder by file name or id and version."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from harness.checks import CheckParser, parse_check
+from harness.errors import HarnessConfigError, HarnessConfigWarning
+from harness.fields import Fields, Section
+from harness.loading.inputs import inside, load_inputs
+from harness.models import DEFAULT_THRESHOLD, Dimension, Examples, ItemsSpec, Rubric
+from harness.semver import parse_version
+from harness.yamlfile import load_yaml, parse_yaml, read_text
+
+WEIGHT_TOLERANCE = 1e-6
+RUBRIC_SUFFIXES = (".yaml", ".yml", ".json")
+SCORING_MODES = ("binary", "weighted")
+
+
+def load_rubric(path: Path, *, import_root: Path, examples: bool = True,
+                check_kinds: Mapping[str, CheckParser] | None = None) -> Rubric:
+    """Load either rubric format: seed 000's dimensions or seed 003's criteria.
+
+    ``examples=False`` leaves the example library unresolved (its globs kept as written, its inputs
+    unread): a version diff compares rubrics and needs no example files. ``check_kinds``: the check kinds
+    in effect (``harness.checks.with_plugin_kinds``), by default the built-ins."""
+    return _rubric_from_raw(load_yaml(path), path, import_root, examples, check_kinds)
+
+
+def load_rubric_text(text: str, path: Path, *, import_root: Path, examples: bool = True) -> Rubric:
+    """Load a rubric's text as if it were the file at ``path`` (an older version from git, say)."""
+    return _rubric_from_raw(parse_yaml(text, path), path, import_root, examples)
+
+
+def _rubric_from_raw(raw: Any, path: Path, import_root: Path, examples: bool = True,
+                     check_kinds: Mapping[str, CheckParser] | None = None) -> Rubric:
+    if isinstance(raw, Mapping) and "criteria" in raw:
+        return _load_review_rubric(raw, path, import_root, examples, check_kinds)
+    return _load_dimension_rubric(raw, path, import_root, examples, check_kinds)
+
+
+def _check(section: Section, import_root: Path, check_kinds: Mapping[str, CheckParser] | None) -> Any:
+    """The deterministic check a dimension or criterion declares, if any."""
+    if "check" not in section:
+        return None
+    path = section.fields.path
+    return parse_check(section.raw["check"], path=path, field=section.sub("check"), base_dir=path.parent,
+                       import_root=import_root, kinds=check_kinds)
+
+
+def _load_dimension_rubric(raw: Any, path: Path, import_root: Path, examples: bool = True,
+                           check_kinds: Mapping[str, CheckParser] | None = None) -> Rubric:
+    top = Fields.of(path).section(raw, known=("metadata", "threshold", "dimensions", "examples", "items"),
+                                  required=("metadata", "threshold", "dimensions"))
+    meta = top.section("metadata", known=("name", "version", "agent", "updated", "description"),
+                       required=("name", "version"))
+    threshold = top.number("threshold", low=0.0, high=1.0)
+    dims_raw = top.raw["dimensions"]
+    if not isinstance(dims_raw, Mapping) or not dims_raw:
+        raise top.fields.expected("dimensions", "a mapping of dimension ids", dims_raw, "add at least one dimension")
+    listed = top.fields.nested("dimensions")
+    dimensions = []
+    for dim_id, dim_raw in dims_raw.items():
+        listed.identifier(dim_id, str(dim_id), "dimension id")
+        dim = listed.nested(dim_id).section(dim_raw, known=("weight", "description", "scoring", "check", "name"),
+                                            required=("weight", "description"))
+        dimensions.append(Dimension(id=dim_id, weight=dim.number("weight", low=0.0, high=1.0),
+                                    description=dim.text("description"), name=dim.text("name"),
+                                    scoring=_scoring_levels(dim), check=_check(dim, import_root, check_kinds)))
+    _check_weights_sum(top, "dimensions", dimensions)
+    return Rubric(
+        name=path.stem, path=path, title=meta.text("name"), version=meta.version("version"),
+        description=meta.text("description"), agent=meta.text("agent"), updated=meta.text("updated"),
+        threshold=threshold, scoring_mode="weighted", dimensions=tuple(dimensions),
+        examples=_examples(top, path, examples, import_root), items=_items(top),
+    )
+
+
+def _scoring_levels(dim: Section) -> dict[float, str]:
+    scoring = dim.section("scoring", known=None, example='lines such as `1.0: "Exact match"`')
+    levels: dict[float, str] = {}
+    for key, text in scoring.raw.items():
+        try:
+            level = float(key)
+        except (TypeError, ValueError):
+            raise scoring.error(str(key), f"score level {key!r} is not a number",
+                                "use a number between 0 and 1") from None
+        scoring.fields.number(level, str(key), low=0.0, high=1.0)
+        levels[level] = scoring.fields.string(text, str(key), what="a description of the level", blank=True,
+                                              fix="quote the description")
+    return levels
+
+
+def _check_weights_sum(section: Section, field: str, dimensions: list[Dimension]) -> None:
+    total = sum(d.weight for d in dimensions)
+    if abs(total - 1.0) > WEIGHT_TOLERANCE:
+        parts = " + ".join(f"{d.weight:g}" for d in dimensions)
+        raise section.error(f"{field}.*.weight", f"weights sum to {total:.4g} ({parts}), not 1.0",
+                            "adjust the weights so they add up to exactly 1.0")
+
+
+def _load_review_rubric(raw: Any, path: Path, import_root: Path, examples: bool = True,
+                        check_kinds: Mapping[str, CheckParser] | None = None) -> Rubric:
+    top = Fields.of(path).section(raw, known=("rubric_id", "version", "description", "scoring_mode", "pass_threshold",
+                                              "criteria", "output_schema", "examples", "agent", "items"),
+                                  required=("rubric_id", "version", "scoring_mode", "criteria"))
+    mode = top.choice("scoring_mode", SCORING_MODES, "scoring mode")
+    threshold = top.number("pass_threshold", low=0.0, high=1.0)
+    if mode == "weighted" and threshold is None:  # the review contract says SHOULD: a warning, not an error
+        warnings.warn(HarnessConfigWarning(
+            path, "pass_threshold", "missing for weighted scoring; the agent's threshold, else "
+            f"defaults.pass_threshold, else {DEFAULT_THRESHOLD} applies", "add `pass_threshold: 0.8`"), stacklevel=2)
+    criteria_raw = top.raw["criteria"]
+    if not isinstance(criteria_raw, list) or not criteria_raw:
+        raise top.fields.expected("criteria", "a list with at least one criterion", criteria_raw,
+                                  "add `- id: ...` entries")
+    seen: set[str] = set()
+    parsed = []
+    for index, item in enumerate(criteria_raw):
+        crit = top.fields.nested(f"criteria[{index}]").section(
+            item, known=("id", "name", "description", "pass_condition", "fail_condition", "weight", "check"),
+            required=("id", "name", "description", "pass_condition", "fail_condition"))
+        crit_id = crit.identifier("id", "criterion id")
+        if crit_id in seen:
+            raise crit.error("id", f"duplicate criterion id {crit_id!r}", "give every criterion its own id")
+        seen.add(crit_id)
+        weight = crit.number("weight", 1.0)
+        if weight <= 0:
+            raise crit.error("weight", f"weight must be positive, got {weight:g}", "use a number above 0")
+        parsed.append((crit_id, weight, crit, _check(crit, import_root, check_kinds)))
+    total = sum(weight for _, weight, _, _ in parsed)
+    dimensions = tuple(
+        Dimension(id=crit_id, weight=weight / total, name=crit.text("name"), description=crit.text("description"),
+                  pass_condition=crit.text("pass_condition"), fail_condition=crit.text("fail_condition"),
+                  scoring={1.0: crit.text("pass_condition"), 0.0: crit.text("fail_condition")}, check=check)
+        for crit_id, weight, crit, check in parsed
+    )
+    rubric_id = top.fields.identifier(top.text("rubric_id"), "rubric_id", "rubric id")
+    return Rubric(
+        name=path.stem, path=path, title=rubric_id, version=top.version("version"),
+        description=top.text("description"), agent=top.text("agent"), threshold=threshold,
+        scoring_mode=mode, dimensions=dimensions, examples=_examples(top, path, examples, import_root),
+        items=_items(top), rubric_id=rubric_id, output_schema=_output_schema(top, dimensions),
+    )
+
+
+def _output_schema(top: Section, criteria: tuple[Dimension, ...]) -> dict[str, Any] | None:
+    """The review's own JSON Schema: it must be a schema, and it must accept a well-formed review."""
+    if "output_schema" not in top:
+        return None
+    schema = top.raw["output_schema"]
+    if not isinstance(schema, Mapping):
+        raise top.fields.expected("output_schema", "a JSON Schema (a mapping)", schema,
+                                  "write the schema of the review result, or remove output_schema")
+    schema = json.loads(json.dumps(schema, default=str))  # plain dicts; YAML dates become strings
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        where = ".".join(str(p) for p in exc.absolute_path)
+        raise top.error("output_schema" + (f".{where}" if where else ""), f"not a valid JSON Schema: {exc.message}",
+                        "fix the schema (JSON Schema draft 2020-12)") from None
+    passing = {"pass": True, "issues": [], "suggested_fixes": [], "indeterminate": [],
+               "criteria_results": [{"criterion_id": c.id, "criterion_name": c.name or c.id, "verdict": "pass",
+                                     "reasoning": "met", "confidence": 1.0} for c in criteria],
+               "timings_ms": {"evaluation": 0, "total": 0}}
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(passing))
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path) or "(root)"
+        raise top.error("output_schema", f"rejects a well-formed review result at {where}: {error.message}",
+                        "describe the review result's fields: pass, issues, suggested_fixes, indeterminate, "
+                        "criteria_results, timings_ms")
+    return schema
+
+
+def _items(top: Section) -> ItemsSpec | None:
+    """``items: targets`` (a list path) or ``items: {path: theses, score: score, label: title}``."""
+    if "items" not in top:
+        return None
+    raw = top.raw["items"]
+    spec = top.section("items", known=("path", "score", "label"), required=("path",)) if isinstance(
+        raw, Mapping) else None
+    path_text = top.fields.string(spec.text("path") if spec is not None else raw, "items",
+                                  what="a list path such as `targets`",
+                                  fix="write `items: targets`, or `items: {path: theses, score: score}` for a ranked "
+                                      "list")
+    path = tuple(part for part in path_text.strip().strip(".").split(".") if part)
+    if spec is None:
+        return ItemsSpec(path=path)
+    return ItemsSpec(path=path, score=spec.text("score"), label=spec.text("label"))
+
+
+def _examples(top: Section, path: Path, resolve: bool = True, import_root: Path | None = None) -> Examples:
+    if "examples" not in top:
+        return Examples()
+    ex = top.section("examples", known=("gold", "anti_patterns", "inputs"))
+    if not resolve:
+        return Examples(gold=tuple(path.parent / p for p in ex.text_list("gold")),
+                        anti_patterns=tuple(path.parent / p for p in ex.text_list("anti_patterns")))
+    roots = (import_root or path.parent,)
+    gold = _glob_paths(ex, "gold", path.parent, roots)
+    anti = _glob_paths(ex, "anti_patterns", path.parent, roots)
+    inputs = load_inputs(ex.raw.get("inputs") or {}, path, ex.sub("inputs"), path.parent, roots)
+    return Examples(gold=gold, anti_patterns=anti, inputs=inputs)
+
+
+def _glob_paths(section: Section, key: str, base: Path, roots: Sequence[Path]) -> tuple[Path, ...]:
+    """The example files a list of globs names: inside the project (they are shown to the judge), readable."""
+    found: list[Path] = []
+    for pattern in section.text_list(key):
+        try:
+            matches = sorted(base.glob(pattern)) if pattern.strip() and not Path(pattern).is_absolute() else None
+        except ValueError:
+            matches = None
+        if matches is None:
+            raise section.error(key, f"{pattern!r} is not a glob relative to the rubric file",
+                                "write a relative glob such as examples/gold/*.md")
+        if not matches:
+            raise section.error(key, f"{pattern!r} matches no file under {base}",
+                                "fix the path; it is relative to the rubric file")
+        for match in matches:
+            if not inside(match, roots):
+                raise section.error(key, f"{pattern!r} matches {match.resolve()}, outside the project",
+                                    "keep the examples inside the project")
+            read_text(match)  # too large or not UTF-8: said now, naming the file, not when the judge reads it
+        found.extend(matches)
+    return tuple(found)
+
+
+# --- finding a rubric --------------------------------------------------------------------------
+
+
+def rubric_files(folder: Path) -> list[Path]:
+    """The rubric files of a rubrics folder: YAML, and JSON as the review rubrics of the registry are."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.suffix in RUBRIC_SUFFIXES and p.is_file())
+
+
+def rubric_identity(path: Path) -> tuple[str | None, str | None]:
+    """A rubric file's ``rubric_id`` and ``version`` (None when it has none), read without validating it."""
+    try:
+        raw = load_yaml(path)
+    except HarnessConfigError:
+        return None, None
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("rubric_id"), str):
+        return None, None
+    version = raw.get("version")
+    return raw["rubric_id"], version if isinstance(version, str) else None
+
+
+def find_rubric(ref: str, version: str | None, rubrics_dir: Path) -> Path | None:
+    """A rubric by file name, else by ``rubric_id``; with ``version``, that version, else the latest."""
+    if version is None:
+        for path in rubric_files(rubrics_dir):
+            if path.stem == ref:
+                return path
+    matches = [(v, path) for path in rubric_files(rubrics_dir) for rid, v in [rubric_identity(path)]
+               if rid == ref or (path.stem == ref and rid is None)]
+    if version is not None:
+        return next((path for v, path in matches if v == version), None)
+    versioned = [(parse_version(v), path) for v, path in matches if v and parse_version(v) is not None]
+    if versioned:
+        return max(versioned, key=lambda pair: pair[0])[1]
+    return matches[0][1] if matches else None

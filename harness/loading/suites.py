@@ -1,0 +1,251 @@
+"""Suite files (``agents.yaml`` and the ``thresholds.yaml`` beside it): the loop policy's defaults, the model
+settings of the judge and the producers, and each agent with its rubric and its runners."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessConfigError, did_you_mean
+from harness.fields import Fields, Section, is_number
+from harness.llm.providers import model_problem
+from harness.loading.prompts import load_prompt
+from harness.loading.rubrics import RUBRIC_SUFFIXES, find_rubric, rubric_files, rubric_identity
+from harness.models import STRUCTURED_OUTPUT, AgentConfig, LoopPolicy, ModelSettings, RunnerSpec, SuiteConfig
+from harness.yamlfile import load_yaml
+
+BUILTIN_RUNNER_KINDS = ("prompt", "python", "command")
+THRESHOLDS_FILE = "thresholds.yaml"
+_POLICY_KEYS = ("threshold", "max_attempts", "escalate_on_fail", "margin_required", "borderline_margin",
+                "escalate_conditions")
+_DEFAULT_KEYS = ("pass_threshold", "max_attempts", "escalate_on_fail", "borderline_margin", "escalate_conditions",
+                 "escalation_fails_gate")
+_MODEL_KEYS = ("model", "temperature", "max_tokens", "timeout_s", "max_retries", "base_url", "api_key_env",
+               "structured_output")
+_COMMAND_OPTIONS = ("timeout_s", "env")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def load_suite(path: Path, *, rubrics_dir: Path, runner_kinds: Iterable[str]) -> SuiteConfig:
+    """Load agents.yaml: defaults (seed 000 section 7), a judge section, and the agents (section 6).
+
+    A ``thresholds.yaml`` beside it (the seed's ``config/thresholds.yaml``) is read too: its ``defaults``
+    and per-agent values fill what agents.yaml leaves unset; a value both files set must agree.
+    """
+    top = Fields.of(path).section(load_yaml(path), known=("defaults", "judge", "model", "agents"),
+                                  required=("agents",))
+    agents_raw = top.raw["agents"]
+    if not isinstance(agents_raw, Mapping) or not agents_raw:
+        raise top.fields.expected("agents", "a mapping of agent names", agents_raw, "add at least one agent")
+    thresholds = _thresholds_file(path.parent / THRESHOLDS_FILE, agents_raw)
+    defaults_raw = _merged(top.raw.get("defaults") or {}, thresholds.get("defaults") or {}, path,
+                           path.parent / THRESHOLDS_FILE, "defaults")
+    for source, raw_defaults in ((path, top.raw.get("defaults")), (path.parent / THRESHOLDS_FILE,
+                                                                    thresholds.get("defaults"))):
+        if isinstance(raw_defaults, Mapping) and "margin_required" in raw_defaults:
+            raise HarnessConfigError(source, "defaults.margin_required", "is per agent: it compares the top two "
+                                     "candidates of a selector's ranked artifact",
+                                     "move it under `agents.NAME:` of the selector agent")
+    defaults = Fields.of(path, "defaults").section(defaults_raw, known=_DEFAULT_KEYS)
+    base_policy = LoopPolicy(
+        default_threshold=defaults.number("pass_threshold", None, low=0.0, high=1.0),
+        max_attempts=defaults.integer("max_attempts", 3),
+        escalate_on_fail=defaults.boolean("escalate_on_fail", True),
+        borderline_margin=defaults.number("borderline_margin", 0.0, low=0.0, high=1.0),
+        escalate_conditions=defaults.text_list("escalate_conditions", single=False),
+        escalation_fails_gate=defaults.boolean("escalation_fails_gate", True),
+    )
+    judge = _model_settings(top.section("judge", known=_MODEL_KEYS), ModelSettings())
+    production = _model_settings(top.section("model", known=_MODEL_KEYS), ModelSettings())
+    kinds = tuple(runner_kinds)
+    agents = {}
+    for name, agent_raw in agents_raw.items():
+        top.fields.identifier(name, f"agents.{name}", "agent name")
+        overrides = (thresholds.get("agents") or {}).get(name) or {}
+        if overrides and isinstance(agent_raw, Mapping):
+            agent_raw = _merged(agent_raw, overrides, path, path.parent / THRESHOLDS_FILE, f"agents.{name}")
+        agents[name] = _load_agent(name, agent_raw, path, base_policy, judge, production, rubrics_dir, kinds)
+    return SuiteConfig(path=path, agents=agents)
+
+
+def _thresholds_file(path: Path, agents: Mapping[str, Any]) -> dict[str, Any]:
+    """The seed's thresholds.yaml: ``defaults`` and ``agents.NAME`` with the loop policy keys only."""
+    if not path.is_file():
+        return {}
+    top = Fields.of(path).section(load_yaml(path), known=("defaults", "agents"))
+    # margin_required is known here so that load_suite can say where it belongs
+    _check_policy(top.section("defaults", known=_DEFAULT_KEYS + ("margin_required",)))
+    listed = top.section("agents", known=tuple(agents))
+    for name in listed.raw:
+        _check_policy(listed.section(str(name), known=_POLICY_KEYS))
+    return dict(top.raw)
+
+
+def _check_policy(section: Section) -> None:
+    """Read each loop-policy value where it is written, so a bad one names its own file."""
+    for key in ("pass_threshold", "threshold", "borderline_margin", "margin_required"):
+        section.number(key, None, low=0.0, high=1.0)
+    section.integer("max_attempts", 3)
+    section.boolean("escalate_on_fail", True)
+    section.boolean("escalation_fails_gate", True)
+    section.text_list("escalate_conditions", single=False)
+
+
+def _merged(own: Mapping[str, Any], extra: Mapping[str, Any], own_path: Path, extra_path: Path,
+            field: str) -> dict[str, Any]:
+    """agents.yaml's values plus thresholds.yaml's; a key both set to different values is an error."""
+    if not isinstance(own, Mapping) or not isinstance(extra, Mapping):
+        return own  # type: ignore[return-value]  # the Section that reads it names the mistake
+    merged = dict(own)
+    for key, value in extra.items():
+        if key in own and own[key] != value:
+            raise HarnessConfigError(extra_path, f"{field}.{key}",
+                                     f"is {value!r} here but {own[key]!r} in {own_path.name}",
+                                     f"set {field}.{key} in one file only")
+        merged[key] = value
+    return merged
+
+
+def _model_settings(section: Section, base: ModelSettings) -> ModelSettings:
+    """A ``judge:`` or ``model:`` section over ``base`` (the level above it, else the defaults)."""
+    values = dict(
+        model=_model_name(section, "model", base.model),
+        temperature=section.number("temperature", base.temperature, low=0.0, high=2.0),
+        max_tokens=section.integer("max_tokens", base.max_tokens),
+        timeout_s=section.number("timeout_s", base.timeout_s, low=0.001, high=3600.0),
+        max_retries=section.integer("max_retries", base.max_retries, low=0),
+        base_url=section.text("base_url", base.base_url),
+        api_key_env=section.text("api_key_env", base.api_key_env),
+        structured_output=section.choice("structured_output", STRUCTURED_OUTPUT, "structured output mode",
+                                         base.structured_output),
+    )
+    key_env = values["api_key_env"]
+    if key_env is not None and not _ENV_NAME.match(key_env):
+        raise section.error("api_key_env", "is the NAME of the variable that holds the key, not a key",
+                            "write e.g. `api_key_env: VLLM_API_KEY` and set that variable; never write a key in "
+                            "a file")
+    return ModelSettings(**values)
+
+
+def _model_name(section: Section, key: str, default: str) -> str:
+    """A model name (``provider/name``) whose provider is known; the field is named when it is not."""
+    model = section.text(key, default)
+    if not model or not model.strip() or model != model.strip():
+        raise section.error(key, f"{model!r} is not a model name",
+                            f"write a model such as {default}, or remove the line for the default")
+    problem = model_problem(ModelSettings(model=model))
+    if problem:
+        raise section.error(key, problem)
+    return model
+
+
+def _load_agent(name: str, raw: Any, path: Path, base_policy: LoopPolicy, judge: ModelSettings,
+                production: ModelSettings, rubrics_dir: Path, kinds: tuple[str, ...]) -> AgentConfig:
+    agent = Fields.of(path, f"agents.{name}").section(
+        raw, known=("rubric", "rubric_version", "producer", "evaluator", "reviser", "judge", "model", "description")
+        + _POLICY_KEYS, required=("rubric", "producer"))
+    policy = base_policy.model_copy(update=dict(
+        threshold=agent.number("threshold", None, low=0.0, high=1.0),
+        max_attempts=agent.integer("max_attempts", base_policy.max_attempts),
+        escalate_on_fail=agent.boolean("escalate_on_fail", base_policy.escalate_on_fail),
+        margin_required=agent.number("margin_required", 0.0, low=0.0, high=1.0),
+        borderline_margin=agent.number("borderline_margin", base_policy.borderline_margin, low=0.0, high=1.0),
+        escalate_conditions=agent.text_list("escalate_conditions", single=False) or base_policy.escalate_conditions,
+    ))
+    specs = {role: _runner_spec(agent, role, kinds) for role in ("producer", "evaluator", "reviser")
+             if role in agent}
+    prompts = {}
+    agent_judge = _model_settings(agent.section("judge", known=_MODEL_KEYS), judge)
+    agent_model = _model_settings(agent.section("model", known=_MODEL_KEYS), production)
+    models = {}
+    for role, spec in specs.items():
+        if spec.kind == "prompt":
+            prompts[role] = load_prompt(spec.base_dir / spec.target, source=f"{path}: {agent.sub(role)}")
+            base = agent_judge if role == "evaluator" else agent_model
+            models[role] = base
+            if "model" in spec.options:  # `producer: {prompt: x.md, model: openai/gpt-4.1-mini}`
+                own = Fields.of(path, spec.field).section(spec.options, known=("model",))
+                models[role] = replace(base, model=_model_name(own, "model", base.model))
+    return AgentConfig(
+        name=name, rubric_path=_rubric_path(agent, path, rubrics_dir), producer=specs["producer"],
+        evaluator=specs.get("evaluator"), reviser=specs.get("reviser"), policy=policy,
+        judge=models.get("evaluator", agent_judge), models=models, prompts=prompts,
+    )
+
+
+def _rubric_path(agent: Section, path: Path, rubrics_dir: Path) -> Path:
+    """``rubric:`` is a path (``.yaml``, ``.yml``, ``.json``), a file name in rubrics/, or a review rubric's
+    ``rubric_id``; ``rubric_version:`` picks one version of it (default: the latest)."""
+    ref = agent.text("rubric")
+    version = agent.text("rubric_version")
+    if version is not None:
+        agent.fields.version(version, "rubric_version")
+    if ref.endswith(RUBRIC_SUFFIXES):
+        candidate = path.parent / ref
+        if candidate.is_file():
+            return candidate.resolve()
+        raise agent.error("rubric", f"no rubric file {candidate}", "fix the path; it is relative to agents.yaml")
+    found = find_rubric(ref, version, rubrics_dir)
+    if found is not None:
+        return found.resolve()
+    if version is not None:
+        versions = sorted(v for p in rubric_files(rubrics_dir) for rid, v in [rubric_identity(p)]
+                          if v and (rid == ref or p.stem == ref))
+        raise agent.error("rubric_version", f"no version {version} of rubric {ref!r} in {rubrics_dir}",
+                          f"use one of: {', '.join(versions)}" if versions else "remove rubric_version")
+    known = sorted({p.stem for p in rubric_files(rubrics_dir)} | {
+        rid for p in rubric_files(rubrics_dir) for rid, _ in [rubric_identity(p)] if rid})
+    raise agent.error("rubric", f"no rubric {ref!r} in {rubrics_dir}",
+                      f"use one of: {', '.join(known)}" if known else f"create {rubrics_dir / ref}.yaml")
+
+
+def _runner_spec(agent: Section, role: str, kinds: tuple[str, ...]) -> RunnerSpec:
+    place = agent.fields.nested(role)
+    path, field, raw = place.path, place.field, agent.raw[role]
+    if isinstance(raw, str):
+        if not raw.endswith(".md"):
+            raise place.error(None, f"{raw!r} is not a prompt file",
+                              "give a .md prompt path, or a mapping such as `{python: module:function}` "
+                              "or `{command: ...}`")
+        return RunnerSpec(kind="prompt", target=raw, base_dir=path.parent, file=path, field=field)
+    if not isinstance(raw, Mapping):
+        raise place.expected(None, "a prompt path or a mapping", raw,
+                             "write `{python: module:function}`, `{command: ...}` or a .md path")
+    options = dict(raw)
+    if "kind" in options:
+        kind = options.pop("kind")
+        target = options.pop("target", "")
+    else:
+        named = [k for k in options if k in kinds]
+        if len(named) != 1:
+            hint = next((did_you_mean(k, kinds) for k in options if did_you_mean(k, kinds)), "") if not named else ""
+            raise place.error(None, f"cannot tell the kind of runner{hint}",
+                              f"use exactly one of: {', '.join(kinds)}, or `kind: <plugin kind>`")
+        kind = named[0]
+        target = options.pop(kind)
+    place.choice(kind, "kind", kinds, "runner kind",
+                 fix=f"use one of: {', '.join(kinds)} (plugins add kinds via pytest_harness_runner_kinds)")
+    if isinstance(target, list) and kind == "command":
+        target = " ".join(shlex.quote(str(t)) for t in target)
+    place.string(target, kind, what="the prompt path, module:function or command")
+    if kind == "python" and not re.match(r"^[\w.]+:[\w.]+$", target):
+        raise place.error("python", f"{target!r} is not module:function", "write it as package.module:function")
+    if kind == "command":
+        _check_command_options(place, options)
+    return RunnerSpec(kind=kind, target=target, options=options, base_dir=path.parent, file=path, field=field)
+
+
+def _check_command_options(place: Fields, options: dict[str, Any]) -> None:
+    """A command runner takes ``timeout_s`` (seconds) and ``env`` (the variable names it may see besides
+    the allowlist: commands never get the whole environment)."""
+    place.section(options, known=_COMMAND_OPTIONS)
+    timeout = options.get("timeout_s", 300.0)
+    if not is_number(timeout) or timeout <= 0:
+        raise place.expected("timeout_s", "a positive number of seconds", timeout, "write e.g. timeout_s: 60")
+    env = options.get("env", [])
+    if not isinstance(env, list) or not all(isinstance(name, str) and _ENV_NAME.match(name) for name in env):
+        raise place.expected("env", "a list of environment variable names", env, "write e.g. env: [MY_SERVICE_TOKEN]")
