@@ -8,6 +8,7 @@ import fcntl
 import itertools
 import json
 import os
+import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,3 +81,23 @@ def file_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def ctrl_c_deferred() -> Iterator[None]:
+    """Hold Ctrl-C until the block ends, then raise it: a record is serialised and written whole or not at all.
+
+    A KeyboardInterrupt raised inside a serialiser (pydantic's) would surface as some other error, and one raised
+    between building a record and renaming its file would leave the state behind the work. Only the main thread
+    receives signals; elsewhere the block runs as is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda number, frame: pending.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if pending:
+            raise KeyboardInterrupt

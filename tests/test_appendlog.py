@@ -128,3 +128,21 @@ def test_binary_garbage_is_reported_with_its_line(tmp_path: Path) -> None:
     with pytest.raises(HarnessConfigError, match=r"events\.json:3: not UTF-8"):
         read_entries(path)
     assert path.read_bytes() == b'[\n{"a": 1},\n\xff\xfe]\n'
+
+
+def test_ctrl_c_during_a_record_write_lands_after_the_record_is_whole(tmp_path: Path) -> None:
+    """The tournament's state is written inside ctrl_c_deferred: Ctrl-C in the middle (here, between the two
+    halves of a write) is raised once the file is complete, not inside the serialiser."""
+    from harness.fileio import atomic_write_json, ctrl_c_deferred
+
+    path = tmp_path / "state.json"
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        with ctrl_c_deferred():
+            record = {"status": "in_progress"}
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # the signal is delivered here, and held
+            record["updated"] = True
+            atomic_write_json(path, record)
+    assert json.loads(path.read_text()) == {"status": "in_progress", "updated": True}
+    assert signal.getsignal(signal.SIGINT) is before  # the session's own Ctrl-C handling is back

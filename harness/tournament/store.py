@@ -33,7 +33,7 @@ from pydantic import ValidationError
 from harness.appendlog import append_entries, read_entries
 from harness.clock import utc_now
 from harness.errors import HarnessConfigError
-from harness.fileio import append_text, atomic_write_json
+from harness.fileio import append_text, atomic_write_json, ctrl_c_deferred
 from harness.tournament.models import ExecutorResult, Plan, Record
 from harness.tournament.schemas import RecordInvalid, errors_for, validate, write_record
 from harness.tournament.state import IterationState, RunInfo, Step
@@ -224,8 +224,9 @@ class StateStore:
 
     def save(self) -> None:
         assert self.state is not None
-        self.state.updated_at = now_iso()
-        write_record(self.layout.state_file, "iteration_state", self.state.to_json())
+        with ctrl_c_deferred():  # Ctrl-C lands after the state is on disk, never inside its serialiser
+            self.state.updated_at = now_iso()
+            write_record(self.layout.state_file, "iteration_state", self.state.to_json())
 
     def step(self, name: Step) -> None:
         assert self.state is not None
