@@ -218,6 +218,7 @@ class Case(Frozen):
     flags: tuple[str, ...] = ()
     today: dt.date | None = None  # pins "now" for date checks; None means UTC today
     description: str | None = None
+    expected: Any = None  # the reference answer (a dataset's ``expected:`` or the case's own)
 
 
 # --- records (seed 000 sections 1 and 2) -------------------------------------------------------

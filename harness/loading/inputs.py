@@ -44,7 +44,8 @@ def load_inputs(raw: Any, path: Path, field: str, base: Path, roots: Sequence[Pa
     return inputs
 
 
-def _read_input_file(ref: Any, base: Path, place: Fields, roots: Sequence[Path]) -> Any:
+def input_path(ref: Any, base: Path, place: Fields, roots: Sequence[Path]) -> Path:
+    """The file ``ref`` names, relative to ``base``: an existing file inside one of ``roots``."""
     if isinstance(ref, bool) or not isinstance(ref, (str, int, float)) or not str(ref).strip() or "\0" in str(ref):
         raise place.expected(None, "a file path", ref, "write `{file: relative/path.yaml}`")
     target = (base / str(ref)).resolve()
@@ -55,6 +56,11 @@ def _read_input_file(ref: Any, base: Path, place: Fields, roots: Sequence[Path])
     if not target.is_file():
         raise place.error(None, f"cannot read {base / str(ref)}",
                           "fix the path; it is relative to the file that names it")
+    return target
+
+
+def _read_input_file(ref: Any, base: Path, place: Fields, roots: Sequence[Path]) -> Any:
+    target = input_path(ref, base, place, roots)
     if target.suffix in (".yaml", ".yml"):
         return load_yaml(target)
     text = read_text(target)
