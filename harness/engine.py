@@ -167,8 +167,8 @@ def run_loop(plan: CasePlan) -> LoopResult:
                 raise Interrupted(f"interrupted before scoring: {plan.stop.reason}")
             scoring_started = time.monotonic()
             evaluation = evaluate(artifact, rubric=plan.rubric, threshold=plan.threshold, context=context,
-                                  judge=plan.judge, about=Subject(agent, case, number, inputs), samples=plan.judge_samples,
-                                  revision_follows=number < max_attempts)
+                                  judge=plan.judge, about=Subject(agent, case, number, inputs),
+                                  samples=plan.judge_samples, revision_follows=number < max_attempts)
             outputs.append(_evaluation_output(evaluation))
             events.emit(Judged(plan.nodeid, number, evaluation.overall, evaluation.passed, evaluation.spend,
                                output=evaluation.to_output(), location=plan.location))
@@ -278,8 +278,9 @@ def _evaluation_output(evaluation: Evaluation) -> RunnerOutput:
     return RunnerOutput(spend=evaluation.spend)
 
 
-def _finish(plan: CasePlan, number: int, started: float, status: RecordStatus, outcome: Outcome, evaluation: Evaluation | None, reason: str | None, outputs: list[RunnerOutput],
-            exit_code: int, *, created_at: str, made: bool = True) -> AttemptResult:
+def _finish(plan: CasePlan, number: int, started: float, status: RecordStatus, outcome: Outcome,
+            evaluation: Evaluation | None, reason: str | None, outputs: list[RunnerOutput], exit_code: int, *,
+            created_at: str, made: bool = True) -> AttemptResult:
     """Record the attempt; ``made`` says whether it wrote an artifact (a crashed producer made none, and the
     record then names no file that is not there)."""
     spend = Spend()
@@ -299,7 +300,8 @@ def _finish(plan: CasePlan, number: int, started: float, status: RecordStatus, o
     record = RunRecord(
         cycle_id=plan.location.cycle_id, agent_name=plan.agent.name, attempt=number, status=status,
         overall_score=overall, dimension_scores={k: v["score"] for k, v in dims.items()}, feedback=feedback,
-        suggested_fixes=fixes, artifact_path=plan.location.shown_artifact(number) if made else "", created_at=created_at,
+        suggested_fixes=fixes, artifact_path=plan.location.shown_artifact(number) if made else "",
+        created_at=created_at,
         duration_ms=int((time.monotonic() - started) * 1000), rubric_version=plan.rubric.version,
     )
     details = AttemptDetails(

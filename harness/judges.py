@@ -22,7 +22,7 @@ from harness.errors import ModelUnavailable, ValidationFailed
 from harness.items import count_items
 from harness.llm import ModelClient
 from harness.models import DimensionScore, EvaluatorOutput, PromptFile, Rubric
-from harness.requests import JudgeRequest, Subject
+from harness.requests import JudgeRequest, Subject, rubric_as_text
 from harness.runners import Runner, RunnerOutput
 from harness.usage import Spend
 
@@ -210,21 +210,6 @@ def validation_errors(data: Any, schema: dict[str, Any]) -> list[str]:
     return jsonschemas.errors(data, schema)
 
 
-def render_rubric(rubric: Rubric, dimension_ids: list[str]) -> str:
-    lines = [f"# Rubric: {rubric.title} (version {rubric.version})"]
-    if rubric.description:
-        lines.append(rubric.description)
-    for dim in rubric.dimensions:
-        if dim.id not in dimension_ids:
-            continue
-        lines.append(f"\n## {dim.id} (weight {dim.weight:.2f})\n{dim.description}")
-        if dim.binary:
-            lines.append(f"- pass (score 1): {dim.pass_condition}\n- fail (score 0): {dim.fail_condition}")
-        else:
-            lines.extend(f"- {level:g}: {text}" for level, text in sorted(dim.scoring.items(), reverse=True))
-    return "\n".join(lines)
-
-
 class LlmJudge:
     """The evaluator prompt as an LLM judge: structured output validated against EvaluatorOutput."""
 
@@ -245,7 +230,7 @@ class LlmJudge:
         return prefix
 
     def _build_prefix(self, rubric: Rubric, dimension_ids: list[str]) -> str:
-        parts = [self.prompt.text, render_rubric(rubric, dimension_ids)]
+        parts = [self.prompt.text, rubric_as_text(rubric, dimension_ids)]
         for title, paths in (("Gold example (scores at or above the threshold)", rubric.examples.gold),
                              ("Anti-pattern (scores below the threshold)", rubric.examples.anti_patterns)):
             parts.extend(f"# {title}: {p.name}\n{p.read_text(encoding='utf-8')}" for p in paths)
@@ -367,7 +352,7 @@ def _combine_samples(dim_id: str, weight: float, answers: list[dict[str, Any]]) 
 def _judge_request(about: Subject, rubric: Rubric, judged: list[str], artifact: str) -> JudgeRequest:
     return JudgeRequest(agent=about.agent, case=about.case, attempt=about.attempt, inputs=about.inputs,
                         artifact=artifact, rubric=rubric, dimensions=tuple(judged),
-                        schema=judge_schema(rubric, judged), rubric_text=render_rubric(rubric, judged))
+                        schema=judge_schema(rubric, judged))
 
 
 def _sample_judge(judge: Runner | None, request: JudgeRequest, samples: int) -> list[RunnerOutput]:

@@ -15,7 +15,7 @@ unchanged::
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -88,9 +88,13 @@ class JudgeRequest(_ReadsLikeItsJson):
     rubric: Rubric
     dimensions: tuple[str, ...]
     schema: dict[str, Any] = field(repr=False)
-    rubric_text: str = field(repr=False)  # the rubric's judged dimensions as text, for a judge of one's own
     sample: int | None = None  # which of several samples this is; None when the judge is asked once
     role: str = "evaluator"
+
+    @cached_property
+    def rubric_text(self) -> str:
+        """The judged dimensions as a judge reads them; built only when a runner asks for it."""
+        return rubric_as_text(self.rubric, self.dimensions)
 
     def wire(self) -> dict[str, Any]:
         out = {"agent": self.agent, "case": self.case, "inputs": self.inputs, "role": self.role,
@@ -101,3 +105,19 @@ class JudgeRequest(_ReadsLikeItsJson):
         if self.sample is not None:
             out["sample"] = self.sample
         return out
+
+
+def rubric_as_text(rubric: Rubric, dimension_ids: Sequence[str]) -> str:
+    """The rubric's title and the given dimensions with their levels or pass/fail conditions, as a judge reads them."""
+    lines = [f"# Rubric: {rubric.title} (version {rubric.version})"]
+    if rubric.description:
+        lines.append(rubric.description)
+    for dim in rubric.dimensions:
+        if dim.id not in dimension_ids:
+            continue
+        lines.append(f"\n## {dim.id} (weight {dim.weight:.2f})\n{dim.description}")
+        if dim.binary:
+            lines.append(f"- pass (score 1): {dim.pass_condition}\n- fail (score 0): {dim.fail_condition}")
+        else:
+            lines.extend(f"- {level:g}: {text}" for level, text in sorted(dim.scoring.items(), reverse=True))
+    return "\n".join(lines)

@@ -102,3 +102,36 @@ def test_a_dataset_outside_the_project_is_refused(project: Project, tmp_path_fac
     """)
     result = project.run("suites/")
     result.stdout.fnmatch_lines(["*dataset.file: *is outside the project*"])
+
+
+@pytest.mark.parametrize(("name", "content", "expected"), [
+    ("bad.jsonl", b'{"text": "hello"}\n{"text": "caf\xe9"}\n',
+     "*bad.jsonl: line 2: is not UTF-8*save the file as UTF-8*"),
+    ("bad.csv", b'text\n"hello\n', "*bad.csv: line *: cannot read the CSV*"),
+    ("ragged.csv", b"name,text\na,hello\nb\n", "*ragged.csv: row 2 (line 3): has another number of cells*"),
+    ("list.json", b'{"text": "hello"}', "*list.json: a JSON dataset is a list of objects, not dict*"),
+])
+def test_an_unreadable_dataset_file_is_one_line_naming_the_file(project: Project, name: str, content: bytes,
+                                                                 expected: str) -> None:
+    project.standard()
+    (project.root / "suites/data").mkdir(parents=True, exist_ok=True)
+    (project.root / "suites/data" / name).write_bytes(content)
+    project.cases("writer", f"""\
+        agent: writer
+        dataset: {{file: data/{name}}}
+    """)
+    result = project.run("suites/")
+    result.stdout.fnmatch_lines([expected])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_a_template_format_that_does_not_fit_a_row_is_one_line(project: Project) -> None:
+    project.standard()
+    project.write("suites/data/qa.jsonl", '{"text": "hello", "n": "seven"}\n')
+    project.cases("writer", """\
+        agent: writer
+        dataset: {file: data/qa.jsonl, inputs: {text: "{text} {n:d}"}}
+    """)
+    result = project.run("suites/")
+    result.stdout.fnmatch_lines(["*qa.jsonl: row 1: dataset.inputs.text: cannot fill '{text} {n:d}'*"])
+    assert "Traceback" not in result.stdout.str()

@@ -36,13 +36,14 @@ def test_a_judge_request_carries_the_rubric_and_hands_runners_a_copy_of_the_sche
     rubric = load_rubric(path, import_root=tmp_path)
     schema = judge_schema(rubric, ["warmth"])
     request = JudgeRequest(agent="writer", case="greet", attempt=1, inputs={}, artifact="hi", rubric=rubric,
-                           dimensions=("warmth",), schema=schema, rubric_text="# Rubric", sample=2)
+                           dimensions=("warmth",), schema=schema, sample=2)
     wire = request.wire()
     assert wire["rubric"]["version"] == "1.0.0" and wire["rubric"]["threshold"] == 0.5
     assert wire["role"] == "evaluator" and wire["dimensions"] == ["warmth"] and wire["sample"] == 2
     wire["schema"]["required"].append("mine")  # a runner changing its JSON never changes the shared schema
     assert "mine" not in judge_schema(rubric, ["warmth"])["required"]
-    assert request.rubric is rubric
+    assert request.rubric is rubric and wire["rubric_text"].startswith("# Rubric: ")
+    assert "## warmth (weight 1.00)" in wire["rubric_text"]
 
 
 def test_a_required_sink_fails_the_emitter_and_stays_subscribed() -> None:

@@ -22,9 +22,11 @@ from typing import Any
 from harness.errors import HarnessConfigError
 from harness.fields import Fields, Section
 from harness.loading.inputs import input_path
+from harness.yamlfile import read_text
 
 DATASET_KEYS = ("file", "id", "inputs", "expected", "limit", "sample", "seed", "shuffle")
 DATASET_SUFFIXES = (".jsonl", ".csv", ".json")
+JSON_DATASET_LIMIT = 512 * 1024 * 1024  # a .json dataset is read whole; JSON Lines and CSV are streamed
 _FORMATTER = string.Formatter()
 
 
@@ -102,7 +104,11 @@ def _fill(template: Any, row: dict[str, Any], path: Path, number: int, key: str)
                                      f"give every row a {column!r} column, or change the template (columns: {known})")
     if len(parts) == 1 and parts[0][0] == "" and parts[0][1] and not parts[0][2] and not parts[0][3]:
         return row[parts[0][1]]  # exactly one slot: the column's value, of its own type
-    return template.format_map(row)
+    try:
+        return template.format_map(row)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:  # e.g. "{answer:d}" on text
+        raise HarnessConfigError(path, f"row {number}", f"dataset.{key}: cannot fill {template!r}: {exc}",
+                                 "use plain {column} slots, or a format that fits every row's value") from None
 
 
 def _read_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -111,32 +117,48 @@ def _read_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield from _csv_rows(path)
         return
     if path.suffix == ".json":
-        data = _json(path.read_text(encoding="utf-8"), path, None)
+        data = _json(read_text(path, limit=JSON_DATASET_LIMIT), path, None)
         if not isinstance(data, list):
             raise HarnessConfigError(path, None, f"a JSON dataset is a list of objects, not {type(data).__name__}",
                                      "write [{...}, {...}], or use JSON Lines (.jsonl), an object a line")
         for number, row in enumerate(data, 1):
             yield number, _row(row, path, number)
         return
-    with path.open(encoding="utf-8") as lines:
+    with path.open("rb") as lines:  # streamed: ``limit`` stops reading, however large the file
         number = 0
-        for line_number, line in enumerate(lines, 1):
-            if not line.strip():
+        for line_number, raw_line in enumerate(lines, 1):
+            if not raw_line.strip():
                 continue
             number += 1
+            try:
+                line = raw_line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise HarnessConfigError(path, f"line {line_number}", f"is not UTF-8 (byte {exc.start + 1})",
+                                         "save the file as UTF-8") from None
             yield number, _row(_json(line, path, f"line {line_number}"), path, number)
 
 
 def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     with path.open(encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle)
-        for number, row in enumerate(reader, 1):
-            if None in row or any(value is None for value in row.values()):
-                raise HarnessConfigError(path, f"row {number} (line {reader.line_num})",
-                                         "has another number of cells than the header "
-                                         f"({len(reader.fieldnames or [])})",
-                                         "give every row one cell per column (quote a cell that holds a comma)")
-            yield number, {**row, "_row": number}
+        reader = csv.DictReader(handle, strict=True)  # a stray quote is an error, not a merged row
+        try:
+            yield from _checked_csv_rows(reader, path)
+        except UnicodeDecodeError as exc:
+            raise HarnessConfigError(path, f"near line {reader.line_num + 1}", f"is not UTF-8 ({exc.reason})",
+                                     "save the file as UTF-8") from None
+        except csv.Error as exc:
+            raise HarnessConfigError(path, f"line {reader.line_num}", f"cannot read the CSV ({exc})",
+                                     "quote a cell that holds a comma, a quote or a line break") from None
+
+
+def _checked_csv_rows(reader: csv.DictReader, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    for number, row in enumerate(reader, 1):
+        if None in row or any(value is None for value in row.values()):
+            raise HarnessConfigError(path, f"row {number} (line {reader.line_num})",
+                                     "has another number of cells than the header "
+                                     f"({len(reader.fieldnames or [])})",
+                                     "give every row one cell per column (quote a cell that holds a comma)")
+        yield number, {**row, "_row": number}
 
 
 def _json(text: str, path: Path, where: str | None) -> Any:
