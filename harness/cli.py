@@ -11,7 +11,7 @@ from harness import __version__
 from harness.errors import ExitCode, HarnessError
 
 # Each module provides register(subparsers); a subcommand's handler returns the exit code.
-SUBCOMMAND_MODULES = ("harness.tracking.cli", "harness.tournament.cli")
+SUBCOMMAND_MODULES = ("harness.tracking.cli", "harness.tournament.cli", "harness.importers.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -129,7 +129,7 @@ def run_loop(plan: CasePlan) -> LoopResult:
     """Produce, evaluate and revise one case until it passes or its attempts run out; the item's life,
     every attempt included, is emitted to ``plan.events``."""
     policy = plan.agent.policy
-    context = CheckContext(inputs=plan.case.inputs, today=plan.case.today or _utc_today())
+    context = CheckContext(inputs=plan.case.inputs, today=plan.case.today or _utc_today(), expected=plan.case.expected)
     agent, case, inputs = plan.agent.name, plan.case.id, plan.case.inputs
     max_attempts = policy.max_attempts if plan.reviser is not None else 1
     attempts: list[AttemptResult] = []
@@ -167,7 +167,7 @@ def run_loop(plan: CasePlan) -> LoopResult:
                 raise Interrupted(f"interrupted before scoring: {plan.stop.reason}")
             scoring_started = time.monotonic()
             evaluation = evaluate(artifact, rubric=plan.rubric, threshold=plan.threshold, context=context,
-                                  judge=plan.judge, about=Subject(agent, case, number, inputs),
+                                  judge=plan.judge, about=Subject(agent, case, number, inputs, plan.case.expected),
                                   samples=plan.judge_samples, revision_follows=number < max_attempts)
             outputs.append(_evaluation_output(evaluation))
             events.emit(Judged(plan.nodeid, number, evaluation.overall, evaluation.passed, evaluation.spend,
@@ -231,7 +231,9 @@ def _decide(evaluation: Evaluation, artifact: str, number: int, max_attempts: in
         return "passed", "passed", True, None
     if number < max_attempts:
         return "failed", "failed", False, None
-    why = f"below threshold {evaluation.threshold:.2f} after {number} attempt{'s' * (number > 1)}"
+    gates = evaluation.failed_gates
+    below = f"below min_score ({', '.join(gates)})" if gates else f"below threshold {evaluation.threshold:.2f}"
+    why = f"{below} after {number} attempt{'s' * (number > 1)}"
     if reviser is None and policy.max_attempts > 1:
         why += " (no reviser configured, so no revision was tried)"
     if policy.escalate_on_fail:

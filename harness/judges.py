@@ -11,18 +11,20 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import re
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness import jsonschemas
+from harness import jsonschemas, slots
 from harness.checks import CheckContext
 from harness.clock import utc_now
 from harness.errors import ModelUnavailable, ValidationFailed
+from harness.fields import one_line
 from harness.items import count_items
-from harness.llm import ModelClient
-from harness.models import DimensionScore, EvaluatorOutput, PromptFile, Rubric
-from harness.requests import JudgeRequest, Subject, rubric_as_text
+from harness.llm import Message, ModelClient
+from harness.models import Dimension, DimensionScore, EvaluatorOutput, JudgeStyle, PromptFile, PromptTemplate, Rubric
+from harness.requests import JudgeRequest, Subject, render_template, rubric_as_text
 from harness.runners import Runner, RunnerOutput
 from harness.usage import Spend
 
@@ -41,6 +43,7 @@ class DimensionVerdict:
     source: str  # "check", "judge" or "none"
     fixes: tuple[str, ...] = ()
     sample_scores: tuple[float, ...] = ()  # each judge sample's score, when there were several
+    answer: dict[str, Any] = field(default_factory=dict)  # the judge's rating or label, on the dimension's own scale
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,7 @@ class Evaluation:
     judge_reported_score: float | None = None
     samples: list[float] = field(default_factory=list)
     items_evaluated: int = 1  # the artifact's items (a rubric's ``items:``), else the artifact itself
+    reasoning: str | None = None  # what the judge wrote before its verdict (reasoning first, a parsed verdict)
 
     @property
     def model(self) -> str | None:
@@ -74,13 +78,23 @@ class Evaluation:
         return low if low == high else None
 
     @property
+    def failed_gates(self) -> list[str]:
+        """The dimensions scored below their ``min_score``, as ``id score < min``."""
+        return [f"{dim.id} {verdict.score:.2f} < {dim.min_score:g}" for dim in self.rubric.dimensions
+                if dim.min_score is not None and (verdict := self.dimensions[dim.id]).score is not None
+                and verdict.score < dim.min_score - 1e-9]
+
+    @property
     def passed(self) -> bool | None:
-        """True or False when the verdict is known, None when it is indeterminate."""
+        """True or False when the verdict is known, None when it is indeterminate. A dimension below its
+        ``min_score`` fails the evaluation whatever the weighted score; one not scored keeps it open."""
         low, high = self.bounds
-        if low >= self.threshold:
-            return True
-        if high < self.threshold:
+        if high < self.threshold or self.failed_gates:
             return False
+        gates_open = any(dim.min_score is not None and self.dimensions[dim.id].score is None
+                         for dim in self.rubric.dimensions)
+        if low >= self.threshold and not gates_open:
+            return True
         return None
 
     @property
@@ -112,6 +126,10 @@ class Evaluation:
         }
         if self.not_judged:
             metadata["notJudged"] = self.not_judged
+        if self.failed_gates:
+            metadata["failedGates"] = self.failed_gates
+        if self.reasoning:
+            metadata["reasoning"] = self.reasoning
         if self.judge_reported_score is not None:
             metadata["judgeReportedScore"] = self.judge_reported_score
         if self.model:
@@ -125,7 +143,8 @@ class Evaluation:
             overallScore=self.overall,
             passed=bool(self.passed),
             dimensionScores={name: DimensionScore(score=d.score, weight=round(d.weight, SCORE_DECIMALS),
-                                                  reason=d.reason) for name, d in self.dimensions.items()},
+                                                  reason=d.reason, **d.answer)
+                             for name, d in self.dimensions.items()},
             feedback=self.feedback,
             suggestedFixes=self.suggested_fixes,
             metadata=metadata,
@@ -165,37 +184,62 @@ def check_review(review: dict[str, Any], rubric: Rubric) -> list[str]:
 
 
 def judge_schema(rubric: Rubric, dimension_ids: list[str]) -> dict[str, Any]:
-    """EvaluatorOutput (seed 000 section 2) restricted to the dimensions the judge must score.
+    """EvaluatorOutput (seed 000 section 2) restricted to the dimensions the judge must score, each answered on
+    its own scale: a score from 0 to 1 (one of the levels when they are exhaustive, 0 or 1 for a pass/fail
+    criterion), a whole-number ``rating`` on a ``scale``, or a ``label`` among the ``choices``.
 
     Built once per set of dimensions and shared by every evaluation that asks for it: do not modify it.
     """
-    binary = frozenset(d.id for d in rubric.dimensions if d.binary and d.id in dimension_ids)
-    return _judge_schema(tuple(dimension_ids), binary)
+    wanted = set(dimension_ids)
+    return _judge_schema(tuple((d.id, answer_shape(d)) for d in rubric.dimensions if d.id in wanted))
+
+
+def answer_shape(dim: Dimension) -> tuple[Any, ...]:
+    """What the judge answers for ``dim``, as a hashable key of its schema."""
+    if dim.scale is not None:
+        return ("rating", *dim.scale)
+    if dim.choices:
+        return ("label", *dim.choices)
+    if dim.binary:
+        return ("score", 0, 1)
+    if dim.exhaustive:
+        return ("score", *sorted(dim.scoring))
+    return ("score",)
 
 
 @functools.lru_cache(maxsize=256)
-def _judge_schema(dimension_ids: tuple[str, ...], binary: frozenset[str]) -> dict[str, Any]:
-    def dimension(dim_id: str) -> dict[str, Any]:
-        score = {"enum": [0, 1]} if dim_id in binary else {"type": "number", "minimum": 0, "maximum": 1}
+def _judge_schema(shapes: tuple[tuple[str, tuple[Any, ...]], ...]) -> dict[str, Any]:
+    def dimension(shape: tuple[Any, ...]) -> dict[str, Any]:
+        kind, *values = shape
+        if kind == "rating":
+            answer = {"rating": {"type": "integer", "minimum": values[0], "maximum": values[1]}}
+        elif kind == "label":
+            answer = {"label": {"enum": values}}
+        elif values:
+            answer = {"score": {"enum": values}}
+        else:
+            answer = {"score": {"type": "number", "minimum": 0, "maximum": 1}}
+        required = [kind, "weight", "reason"] if kind == "score" else [kind, "reason"]
         return {
             "type": "object",
-            "required": ["score", "weight", "reason"],
+            "required": required,
             "properties": {
-                "score": score,
+                **answer,
                 "weight": {"type": "number", "minimum": 0, "maximum": 1},
                 "reason": {"type": "string", "minLength": 1, "maxLength": MAX_ANSWER_TEXT},
                 "indeterminate": {"type": "boolean"},
             },
         }
 
+    dimension_ids = [dim_id for dim_id, _ in shapes]
     return {
         "type": "object",
         "required": ["overallScore", "passed", "dimensionScores", "feedback", "suggestedFixes"],
         "properties": {
             "overallScore": {"type": "number", "minimum": 0, "maximum": 1},
             "passed": {"type": "boolean"},
-            "dimensionScores": {"type": "object", "required": list(dimension_ids),
-                                "properties": {dim_id: dimension(dim_id) for dim_id in dimension_ids},
+            "dimensionScores": {"type": "object", "required": dimension_ids,
+                                "properties": {dim_id: dimension(shape) for dim_id, shape in shapes},
                                 "additionalProperties": False},
             "feedback": {"type": "string", "maxLength": MAX_ANSWER_TEXT},
             "suggestedFixes": {"type": "array", "maxItems": MAX_ANSWER_FIXES,
@@ -210,51 +254,168 @@ def validation_errors(data: Any, schema: dict[str, Any]) -> list[str]:
     return jsonschemas.errors(data, schema)
 
 
-class LlmJudge:
-    """The evaluator prompt as an LLM judge: structured output validated against EvaluatorOutput."""
+REASON_FIRST = ("Before you give any score, reason step by step in plain text about each dimension. "
+                "Do not give the scores yet.")
+VERDICT_NOW = "Now submit your evaluation with the submit_evaluation tool, consistent with your reasoning above."
 
-    def __init__(self, prompt: PromptFile, client: ModelClient):
+
+class LlmJudge:
+    """The evaluator prompt as an LLM judge: structured output validated against EvaluatorOutput.
+
+    With a ``template`` the judge's message is the template as written, its slots filled (a published judge
+    prompt); without one, the evaluator prompt, the rubric and the examples are a cached system prefix and the
+    message carries the inputs, the reference answer and the artifact. ``style`` says how the model commits:
+    at once, after reasoning in free text, or in free text that a pattern reads the verdict from."""
+
+    def __init__(self, prompt: PromptFile | None, client: ModelClient, *, template: PromptTemplate | None = None,
+                 style: JudgeStyle = JudgeStyle()):
         self.prompt = prompt
         self.client = client
-        self._prefixes: dict[tuple[str, str, tuple[str, ...]], str] = {}
+        self.template = template
+        self.style = style
+        self._prefixes: dict[tuple[str, str, str, tuple[str, ...]], str] = {}
 
     def stable_prefix(self, rubric: Rubric, dimension_ids: list[str]) -> str:
         """Everything that is the same for every artifact: sent as a cached prompt prefix.
 
         Built once per rubric (the examples are read from disk once, not on every evaluation).
         """
-        key = (str(rubric.path), rubric.version, tuple(dimension_ids))
+        key = (str(rubric.path), rubric.version, rubric.variant, tuple(dimension_ids))
         prefix = self._prefixes.get(key)
         if prefix is None:
             prefix = self._prefixes[key] = self._build_prefix(rubric, dimension_ids)
         return prefix
 
     def _build_prefix(self, rubric: Rubric, dimension_ids: list[str]) -> str:
+        assert self.prompt is not None
         parts = [self.prompt.text, rubric_as_text(rubric, dimension_ids)]
         for title, paths in (("Gold example (scores at or above the threshold)", rubric.examples.gold),
                              ("Anti-pattern (scores below the threshold)", rubric.examples.anti_patterns)):
             parts.extend(f"# {title}: {p.name}\n{p.read_text(encoding='utf-8')}" for p in paths)
-        parts.append("Score only the dimensions listed in the rubric above, each between 0 and 1, with a "
-                     "reason. If you cannot judge a dimension from the artifact, set indeterminate: true.")
+        if self.style.verdict is not None:
+            parts.append("Reason step by step, then give your verdict exactly in the form the evaluator prompt "
+                         "asks for.")
+        elif all(answer_shape(d) == ("score",) for d in rubric.dimensions if d.id in dimension_ids):
+            parts.append("Score only the dimensions listed in the rubric above, each between 0 and 1, with a "
+                         "reason. If you cannot judge a dimension from the artifact, set indeterminate: true.")
+        else:
+            parts.append("Score only the dimensions listed in the rubric above, each as its levels say (a score, "
+                         "a rating or a label), with a reason. If you cannot judge a dimension from the artifact, "
+                         "set indeterminate: true.")
         return "\n\n".join(parts)
 
-    def run(self, request: JudgeRequest) -> RunnerOutput:
+    def _message(self, request: JudgeRequest) -> tuple[str, str | None]:
+        """The user message and the cached system prefix (none for a template: it is the whole prompt)."""
+        if self.template is not None:
+            return render_template(self.template, request), None
+        reference = ("" if request.expected is None else
+                     f"\n\n## Reference answer (what a correct answer says)\n{slots.as_text(request.expected)}")
         message = (f"Evaluate this artifact.\n\n## Inputs\n```json\n{json.dumps(request.inputs, default=str)}\n```"
-                   f"\n\n## Artifact\n{request.artifact}")
-        sample = request.sample
+                   f"{reference}\n\n## Artifact\n{request.artifact}")
+        return message, self.stable_prefix(request.rubric, list(request.dimensions))
+
+    def run(self, request: JudgeRequest) -> RunnerOutput:
+        message, prefix = self._message(request)
+        extra = {"cache_extra": {"sample": request.sample}} if request.sample is not None else {}
+        if self.style.verdict is not None:
+            return self._read_verdict(request, message, prefix, extra)
+        spend = Spend()
+        history: tuple[Message, ...] = ()
+        reasoning = None
+        if self.style.reasoning_first:
+            asked = message if self.template is not None else f"{message}\n\n{REASON_FIRST}"
+            reply = self.client.complete(system="", messages=[Message.user(asked)], cached_system_prefix=prefix,
+                                         **extra)
+            spend.merge(reply.spend)
+            reasoning = reply.text
+            history = (Message.user(asked), Message.assistant(reasoning or "(no reasoning)"))
+            message = VERDICT_NOW
         result = self.client.generate_json(system="", prompt=message, schema=request.schema,
-                                           tool_name="submit_evaluation",
-                                           cached_system_prefix=self.stable_prefix(request.rubric,
-                                                                                   list(request.dimensions)),
-                                           **({"cache_extra": {"sample": sample}} if sample is not None else {}))
+                                           tool_name="submit_evaluation", cached_system_prefix=prefix,
+                                           history=history, **extra)
+        spend.merge(result.spend)
         if not result.success:
             errors = result.validation_errors
             raise ValidationFailed(
                 f"validation_failed: the judge's answer did not match EvaluatorOutput after {result.attempts} "
                 f"attempts: {'; '.join(errors[:3])} (fix: check that the evaluator prompt asks for the listed "
-                "dimensions, each scored 0 to 1 with a reason; raise judge.max_tokens if answers are cut off)",
-                errors, result.raw_response, spend=result.spend)
-        return RunnerOutput(data=result.data, spend=result.spend)
+                "dimensions, each answered as its levels say with a reason; raise judge.max_tokens if answers are "
+                "cut off)", errors, result.raw_response, spend=spend)
+        data = result.data or {}
+        if reasoning:
+            data = {**data, "metadata": {**(data.get("metadata") or {}), "reasoning": reasoning}}
+        return RunnerOutput(data=data, spend=spend)
+
+    def _read_verdict(self, request: JudgeRequest, message: str, prefix: str | None,
+                      extra: dict[str, Any]) -> RunnerOutput:
+        """Free text, the verdict read from it by the pattern; an answer without a readable verdict on the
+        dimension's levels is asked for once more, showing the model what was wrong."""
+        pattern = self.style.verdict
+        assert pattern is not None
+        messages = [Message.user(message)]
+        spend = Spend()
+        problem = ""
+        for _ in (1, 2):
+            reply = self.client.complete(system="", messages=messages, cached_system_prefix=prefix, **extra)
+            spend.merge(reply.spend)
+            data, problem = verdict_from_text(reply.text, pattern, request)
+            if data is not None:
+                return RunnerOutput(data=data, spend=spend)
+            messages += [Message.assistant(reply.text or "(no answer)"),
+                         Message.user(f"{problem}. Answer again: reason, then give the verdict exactly in the form "
+                                      "the instructions ask for.")]
+        raise ValidationFailed(f"validation_failed: the judge's verdict could not be read after 2 attempts: {problem} "
+                               f"(fix: make the judge prompt ask for a verdict that the pattern /{pattern.pattern}/ "
+                               "matches, on the dimension's levels)", [problem], messages[-2].text[:2000],
+                               spend=spend)
+
+
+def verdict_from_text(text: str, pattern: re.Pattern[str], request: JudgeRequest
+                      ) -> tuple[dict[str, Any] | None, str]:
+    """The EvaluatorOutput a free-text answer gives: for each judged dimension, the last match of its group
+    (a named group per dimension, or the one group for the one dimension), on the dimension's scale. None and
+    what is wrong when it gives none."""
+    dims = [d for d in request.rubric.dimensions if d.id in request.dimensions]
+    matches = list(pattern.finditer(text or ""))
+    if not matches:
+        return None, f"the answer has no verdict matching /{pattern.pattern}/"
+    found: dict[str, str] = {}
+    for match in matches:
+        groups = match.groupdict() if pattern.groupindex else {dims[0].id: match.group(1)}
+        for name, value in groups.items():
+            if value is not None:
+                found[name] = value.strip()
+    answers: dict[str, Any] = {}
+    for dim in dims:
+        if dim.id not in found:
+            return None, f"the answer gives no verdict for {dim.id} (the pattern's group {dim.id!r})"
+        value = found[dim.id]
+        # the reason: what the model wrote before its first verdict (a chain of thought may repeat the verdict)
+        reason = one_line(text[:matches[0].start()].strip(), 300) or f"verdict {value}"
+        answer: dict[str, Any] = {"reason": reason, "weight": dim.weight}
+        if dim.scale is not None:
+            if not re.fullmatch(r"[+-]?\d+", value) or not dim.scale[0] <= int(value) <= dim.scale[1]:
+                return None, f"{value!r} is not a whole-number rating from {dim.scale[0]} to {dim.scale[1]}"
+            answer["rating"] = int(value)
+        elif dim.choices:
+            if value not in dim.choices:
+                return None, f"{value!r} is not one of {', '.join(dim.choices)}"
+            answer["label"] = value
+        else:
+            try:
+                answer["score"] = float(value)
+            except ValueError:
+                return None, f"{value!r} is not a score from 0 to 1"
+        answers[dim.id] = answer
+    data = {"overallScore": 0.0, "passed": False, "dimensionScores": answers, "feedback": "", "suggestedFixes": [],
+            "metadata": {"reasoning": text}}
+    errors = validation_errors(data, request.schema)
+    if errors:
+        return None, f"the verdict is not on the dimension's levels: {errors[0]}"
+    total = sum(dim.weight for dim in dims) or 1.0
+    data["overallScore"] = round(sum(dim.weight * dim.score_of(answers[dim.id]) for dim in dims) / total,
+                                 SCORE_DECIMALS)
+    return data, ""
 
 
 def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckContext,
@@ -265,10 +426,13 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
     ``about`` names the agent, case, attempt and inputs the artifact answers. The judge is not called when
     the checks alone decide the verdict and nothing would read its feedback: a pass (nothing is revised),
     or a fail when no revision follows (``revision_follows`` False: the last attempt, a calibration example)."""
+    if rubric.transform is not None:  # the artifact as the rubric scores it; the record keeps it as produced
+        artifact = rubric.transform.apply(artifact)
     verdicts: dict[str, DimensionVerdict] = {}
     for dim in rubric.dimensions:
         if dim.check is not None:
-            result = dim.check.run(artifact, context)
+            seen = dim.transform.apply(artifact) if dim.transform is not None else artifact
+            result = dim.check.run(seen, context)
             verdicts[dim.id] = DimensionVerdict(result.score, dim.weight, result.reason, "check", tuple(result.fixes))
     judged = [d.id for d in rubric.judged_dimensions]
     decided = _decided_by_checks(verdicts, rubric, threshold)
@@ -280,7 +444,7 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
         judged = []
     feedback_parts: list[str] = []
     judge_fixes: list[str] = []
-    spend, why_unknown, reported = Spend(), None, None
+    spend, why_unknown, reported, reasoning = Spend(), None, None, None
     sample_overalls: list[float] = []
     if judged:
         try:
@@ -296,17 +460,18 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
                 spend.merge(answer.spend)
             first = answers[0].data or {}
             reported = first.get("overallScore")
+            reasoning = str((first.get("metadata") or {}).get("reasoning") or "")[:MAX_ANSWER_TEXT] or None
             feedback_parts.append(str(first.get("feedback", "")).strip())
             judge_fixes = [str(f) for a in answers for f in (a.data or {}).get("suggestedFixes", [])]
             for dim in rubric.judged_dimensions:
-                verdicts[dim.id] = _combine_samples(dim.id, dim.weight, [a.data or {} for a in answers])
+                verdicts[dim.id] = _combine_samples(dim, [a.data or {} for a in answers])
             if len(answers) > 1:
                 checked = sum(v.weight * v.score for v in verdicts.values() if v.source == "check")
                 for data in answers:
                     given = data.data["dimensionScores"]
                     if all(not given[d.id].get("indeterminate") for d in rubric.judged_dimensions):
                         sample_overalls.append(round(checked + sum(
-                            d.weight * float(given[d.id]["score"]) for d in rubric.judged_dimensions),
+                            d.weight * d.score_of(given[d.id]) for d in rubric.judged_dimensions),
                             SCORE_DECIMALS))
             if any(v.score is None for v in verdicts.values()) and why_unknown is None:
                 why_unknown = "not scored (indeterminate): the judge could not score " + ", ".join(
@@ -315,7 +480,7 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
     fixes = _unique([f for v in ordered.values() for f in v.fixes] + judge_fixes)
     evaluation = Evaluation(rubric=rubric, threshold=threshold, dimensions=ordered, feedback="",
                             suggested_fixes=fixes, spend=spend, indeterminate_reason=why_unknown,
-                            judge_reported_score=reported, samples=sample_overalls,
+                            judge_reported_score=reported, samples=sample_overalls, reasoning=reasoning,
                             items_evaluated=count_items(artifact, rubric.items))
     summary = _summary(evaluation)
     feedback = " ".join(p for p in [summary, *feedback_parts] if p)
@@ -323,35 +488,40 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
 
 
 def _decided_by_checks(verdicts: dict[str, DimensionVerdict], rubric: Rubric, threshold: float) -> str | None:
-    """"pass" when even a judge's zeros keep the score at the threshold, "fail" when even its ones leave it
-    below, None when the judge decides."""
+    """"pass" when even a judge's zeros keep the score at the threshold (and no judged dimension has a gate),
+    "fail" when even its ones leave it below or a check failed its gate, None when the judge decides."""
     checked = sum(v.weight * v.score for v in verdicts.values() if v.score is not None)
-    open_weight = sum(d.weight for d in rubric.dimensions if d.id not in verdicts or verdicts[d.id].score is None)
-    if round(checked, SCORE_DECIMALS) >= threshold:
+    open_dims = [d for d in rubric.dimensions if d.id not in verdicts or verdicts[d.id].score is None]
+    open_weight = sum(d.weight for d in open_dims)
+    if any(d.min_score is not None and (v := verdicts.get(d.id)) is not None and v.score is not None
+           and v.score < d.min_score - 1e-9 for d in rubric.dimensions):
+        return "fail"  # a check below its min_score: no judge's answer can pass it
+    if round(checked, SCORE_DECIMALS) >= threshold and not any(d.min_score is not None for d in open_dims):
         return "pass"
     if round(checked + open_weight, SCORE_DECIMALS) < threshold:
         return "fail"
     return None
 
 
-def _combine_samples(dim_id: str, weight: float, answers: list[dict[str, Any]]) -> DimensionVerdict:
+def _combine_samples(dim: Dimension, answers: list[dict[str, Any]]) -> DimensionVerdict:
     """The mean of the samples that scored the dimension; indeterminate when none did."""
-    given = [a["dimensionScores"][dim_id] for a in answers]
+    given = [a["dimensionScores"][dim.id] for a in answers]
     scored = [g for g in given if not g.get("indeterminate")]
     if not scored:
-        return DimensionVerdict(None, weight, str(given[0]["reason"]), "none")
-    scores = [float(g["score"]) for g in scored]
+        return DimensionVerdict(None, dim.weight, str(given[0]["reason"]), "none")
+    scores = [dim.score_of(g) for g in scored]
     mean = sum(scores) / len(scores)
     reason = str(scored[0]["reason"])
     if len(given) > 1:
         reason = f"{reason} [samples: {', '.join(f'{x:.2f}' for x in scores)}]"
-    return DimensionVerdict(round(mean, SCORE_DECIMALS), weight, reason, "judge",
-                            sample_scores=tuple(scores) if len(given) > 1 else ())
+    return DimensionVerdict(round(mean, SCORE_DECIMALS), dim.weight, reason, "judge",
+                            sample_scores=tuple(scores) if len(given) > 1 else (),
+                            answer=dim.raw_answer(scored[0]) if len(scored) == 1 else {})
 
 
 def _judge_request(about: Subject, rubric: Rubric, judged: list[str], artifact: str) -> JudgeRequest:
     return JudgeRequest(agent=about.agent, case=about.case, attempt=about.attempt, inputs=about.inputs,
-                        artifact=artifact, rubric=rubric, dimensions=tuple(judged),
+                        expected=about.expected, artifact=artifact, rubric=rubric, dimensions=tuple(judged),
                         schema=judge_schema(rubric, judged))
 
 
@@ -393,7 +563,9 @@ def _summary(evaluation: Evaluation) -> str:
     score = f"{low:.2f}" if low == high else f"{low:.2f}..{high:.2f}"
     word = "meets" if verdict else "below"
     text = f"Overall {score} {word} threshold {evaluation.threshold:.2f}."
-    if not verdict and weak:
+    if evaluation.failed_gates:
+        text += f" Below min_score: {', '.join(evaluation.failed_gates)}."
+    elif not verdict and weak:
         text += f" Weakest: {weak}."
     return text
 

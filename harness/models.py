@@ -7,11 +7,12 @@ The record models (``RunRecord``, ``EvaluatorOutput``) follow seed 000 sections 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 DEFAULT_THRESHOLD = 0.85  # seed 000 section 7: pass_threshold when no file sets one
 # interrupted: the session ended (a kill, a crash) mid-attempt; the next session records it (records.reconcile)
@@ -94,6 +95,13 @@ class Dimension(Frozen):
     pass_condition: str | None = None
     fail_condition: str | None = None
     check: Any = None  # a harness.checks.Check; None means the LLM judge scores this dimension
+    scale: tuple[int, int] | None = None  # the judge answers a whole-number rating in this range
+    choices: dict[str, float] = Field(default_factory=dict)  # the judge answers one of these labels
+    choice_text: dict[str, str] = Field(default_factory=dict)  # what each label means, where the rubric says
+    exhaustive: bool = False  # the judge's score must be one of ``scoring``'s levels
+    min_score: float | None = None  # a gate: below it the evaluation fails, whatever the weighted score
+    steps: tuple[str, ...] = ()  # evaluation steps shown to the judge (G-Eval)
+    transform: Any = None  # a harness.transforms.Transform applied to the artifact before this dimension's check
 
     @property
     def judged(self) -> bool:
@@ -103,6 +111,24 @@ class Dimension(Frozen):
     def binary(self) -> bool:
         return self.pass_condition is not None
 
+    def score_of(self, answer: dict[str, Any]) -> float:
+        """A judge's answer for this dimension as a score from 0 to 1: a rating on the scale, a label's score,
+        else the score as given (the answer was validated against the dimension's schema)."""
+        if self.scale is not None:
+            low, high = self.scale
+            return (int(answer["rating"]) - low) / (high - low)
+        if self.choices:
+            return self.choices[answer["label"]]
+        return float(answer["score"])
+
+    def raw_answer(self, answer: dict[str, Any]) -> dict[str, Any]:
+        """What the judge answered on the dimension's own scale (``rating`` or ``label``), for the record."""
+        if self.scale is not None:
+            return {"rating": int(answer["rating"])}
+        if self.choices:
+            return {"label": str(answer["label"])}
+        return {}
+
 
 class Examples(Frozen):
     """The rubric's calibration library (seed 000 section 8)."""
@@ -110,6 +136,7 @@ class Examples(Frozen):
     gold: tuple[Path, ...] = ()
     anti_patterns: tuple[Path, ...] = ()
     inputs: dict[str, Any] = Field(default_factory=dict)
+    expected: Any = None  # the examples' reference answer, for checks and judges that use {expected}
 
 
 class ItemsSpec(Frozen):
@@ -135,6 +162,8 @@ class Rubric(Frozen):
     items: ItemsSpec | None = None  # None: the artifact is one item
     rubric_id: str | None = None  # a review rubric's own id (seed 003), looked up with its version
     output_schema: dict[str, Any] | None = None  # a review rubric's schema for the structured review
+    transform: Any = None  # a harness.transforms.Transform: the artifact as checks and the judge score it
+    variant: str = ""  # the case whose own criteria, checks or slots this copy of the rubric carries
 
     @property
     def judged_dimensions(self) -> tuple[Dimension, ...]:
@@ -167,6 +196,29 @@ class PromptFile(Frozen):
     title: str
     sections: dict[str, str]
     text: str
+
+
+class PromptTemplate(Frozen):
+    """A prompt used as written (a published judge prompt, a promptfoo prompt), its ``{slots}`` filled per case.
+
+    ``names`` maps a name the template uses to the slot that fills it (``completion: output``); a name not in
+    it is a slot of its own name (harness/slots.py says which slots there are)."""
+
+    path: Path
+    text: str
+    names: dict[str, str] = Field(default_factory=dict)
+
+    def slot_for(self, name: str) -> str:
+        return self.names.get(name, name)
+
+
+class JudgeStyle(Frozen):
+    """How the evaluator's model commits to a verdict: at once in the structured answer (the default); after
+    reasoning in free text (``reasoning: first``, two calls); or in free text, the verdict parsed from it by a
+    pattern (``verdict:``, one call)."""
+
+    reasoning_first: bool = False
+    verdict: re.Pattern[str] | None = None
 
 
 class LoopPolicy(Frozen):
@@ -202,6 +254,8 @@ class AgentConfig(Frozen):
     # role -> the model of each prompt role: the judge's for the evaluator, `model:` (production) for the others
     models: dict[str, ModelSettings] = Field(default_factory=dict)
     prompts: dict[str, PromptFile] = Field(default_factory=dict)  # role -> validated prompt file
+    templates: dict[str, PromptTemplate] = Field(default_factory=dict)  # role -> a prompt used as written
+    judge_style: JudgeStyle = JudgeStyle()
 
 
 class SuiteConfig(Frozen):
@@ -219,6 +273,8 @@ class Case(Frozen):
     today: dt.date | None = None  # pins "now" for date checks; None means UTC today
     description: str | None = None
     expected: Any = None  # the reference answer (a dataset's ``expected:`` or the case's own)
+    criteria: tuple[Dimension, ...] = ()  # judged dimensions this case adds to its rubric
+    checks: tuple[Dimension, ...] = ()  # check dimensions this case adds to its rubric
 
 
 # --- records (seed 000 sections 1 and 2) -------------------------------------------------------
@@ -228,6 +284,18 @@ class DimensionScore(Frozen):
     score: float | None  # None: indeterminate (nobody could score it)
     weight: float
     reason: str
+    rating: int | None = None  # the judge's rating on the dimension's scale (``scale: [1, 10]``), when it has one
+    label: str | None = None  # the judge's label (``choices:``), when it has them
+
+    @model_serializer(mode="wrap")
+    def _without_unused_raw_answer(self, handler: Any) -> dict[str, Any]:
+        """``rating`` and ``label`` appear only on the dimensions that have them: the contract's three fields
+        stay the whole entry everywhere else."""
+        data = handler(self)
+        for key in ("rating", "label"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
 
 
 class EvaluatorOutput(Frozen):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import gc
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import CancelledError
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from harness.engine import CasePlan, LoopResult, run_loop
 from harness.errors import ExitCode, HarnessConfigError, HarnessError
 from harness.judges import evaluate
 from harness.loading import load_cases, load_rubric, load_suite
+from harness.loading.per_case import CaseFit
 from harness.models import DEFAULT_THRESHOLD, AgentConfig, Case, Rubric
 from harness.report_text import failure_table, progress_printer
 from harness.requests import Subject
@@ -132,11 +135,13 @@ class CalibrationItem(HarnessItem):
     def runtest(self) -> None:
         hs = harness_session(self.config)
         judge = _calibration_judge(self.config, hs, self.rubric)
-        context = CheckContext(inputs=self.rubric.examples.inputs, today=_examples_today(self.rubric))
+        context = CheckContext(inputs=self.rubric.examples.inputs, today=_examples_today(self.rubric),
+                               expected=self.rubric.examples.expected)
         evaluation = evaluate(self.example.read_text(encoding="utf-8"), rubric=self.rubric, threshold=self.threshold,
                               context=context, judge=judge,
-                              about=Subject(self.rubric.agent or "", self.example.stem,
-                                            1, dict(self.rubric.examples.inputs)), revision_follows=False)
+                              about=Subject(self.rubric.agent or "", self.example.stem, 1,
+                                            dict(self.rubric.examples.inputs), self.rubric.examples.expected),
+                              revision_follows=False)
         low, high = evaluation.bounds
         score = f"{low:.2f}" if low == high else f"{low:.2f}..{high:.2f}"
         self.user_properties.append(("harness_rubric", self.rubric.name))
@@ -176,10 +181,40 @@ def _calibration_judge(config: pytest.Config, hs: HarnessSession, rubric: Rubric
 
 # --- case files --------------------------------------------------------------------------------
 
+FREEZE_AT = 5_000
+"""A case file of this many items or more is frozen out of the garbage collector once collected."""
+
+
+def collected_without_gc(collect: Callable[[CaseFile], Iterator[pytest.Item]]
+                         ) -> Callable[[CaseFile], list[pytest.Item]]:
+    """``collect`` with the garbage collector paused, and a large collection frozen (``gc.freeze()``) after.
+
+    A case file's items are long-lived objects built in one go (a 100,000-row dataset is millions of them):
+    collecting while they are built only walks them again and again, and so does every full collection of the
+    session, and the one at interpreter exit (half of a 100,000-row ``--collect-only``, benchmarks/README.md).
+    They live as long as the session, as the SDK's objects do (harness/llm/providers/anthropic.py). Small files
+    are not frozen, so a process that runs many sessions (pytester's in-process runs) can still free them."""
+
+    @functools.wraps(collect)
+    def paused(self: CaseFile) -> list[pytest.Item]:
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            items = list(collect(self))
+            if len(items) >= FREEZE_AT:
+                gc.freeze()
+            return items
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    return paused
+
 
 class CaseFile(pytest.File):
     """``*.cases.yaml``: every case is one item, named by its id."""
 
+    @collected_without_gc
     def collect(self) -> Iterator[pytest.Item]:
         hs = harness_session(self.config)
         try:
@@ -189,16 +224,19 @@ class CaseFile(pytest.File):
                                          f"create {AGENTS_FILE} next to the suites (see README)")
             suite = hs.cached("suite", agents_path, lambda: load_suite(
                 agents_path, rubrics_dir=hs.rubrics_dir, runner_kinds=runner_kinds(self.config)))
-            cases = load_cases(self.path, agents=suite.agents, input_roots=hs.input_roots)
+            cases = load_cases(self.path, agents=suite.agents, input_roots=hs.input_roots,
+                               import_root=hs.import_root, check_kinds=check_kinds(self.config))
             prepared = {name: self._prepare(hs, suite.agents[name]) for name in dict.fromkeys(c.agent for c in cases)}
+            # each case's rubric (its own criteria and checks, its slots filled), every slot checked before a call
+            rubrics = [prepared[case.agent][0].rubric_for(case) for case in cases]
         except HarnessConfigError as exc:
             raise self.CollectError(exc.message(self.config.rootpath)) from None
-        for case in cases:
+        for case, rubric in zip(cases, rubrics):
             agent = suite.agents[case.agent]
-            rubric, runners = prepared[case.agent]
-            yield CaseItem.from_parent(self, name=case.id, case=case, agent=agent, rubric=rubric, runners=runners)
+            yield CaseItem.from_parent(self, name=case.id, case=case, agent=agent, rubric=rubric,
+                                       runners=prepared[case.agent][1])
 
-    def _prepare(self, hs: HarnessSession, agent: AgentConfig) -> tuple[Rubric, dict[str, Runner]]:
+    def _prepare(self, hs: HarnessSession, agent: AgentConfig) -> tuple[CaseFit, dict[str, Runner]]:
         """The rubric and runners of an agent, shared by all its cases in this file."""
         rubric = load_rubric_once(hs, agent.rubric_path)
         if agent.policy.margin_required and (rubric.items is None or rubric.items.score is None):
@@ -206,7 +244,7 @@ class CaseFile(pytest.File):
                                      f"compares the top two candidates of a ranked artifact, but rubric {rubric.name} "
                                      "does not say where they are", f"add `items: {{path: candidates, score: score}}` "
                                      f"to {rubric.path.name}, or remove margin_required")
-        if rubric.judged_dimensions and agent.evaluator is None:
+        if rubric.judged_dimensions and agent.evaluator is None:  # a case adding criteria is checked at its rubric
             names = ", ".join(d.id for d in rubric.judged_dimensions)
             raise HarnessConfigError(agent.producer.file, f"agents.{agent.name}.evaluator",
                                      f"rubric {rubric.name} has dimensions without a check ({names}) but the "
@@ -220,8 +258,14 @@ class CaseFile(pytest.File):
                 spec = getattr(agent, role)
                 raise HarnessConfigError(spec.file, spec.field,
                                          f"no plugin builds runners of kind {spec.kind!r}",
-                                         "install the plugin that provides it or use prompt/python/command")
-        return rubric, runners
+                                         "install the plugin that provides it or use prompt/template/python/command")
+        return CaseFit(agent, rubric), runners
+
+
+@functools.cache
+def case_mark() -> pytest.MarkDecorator:
+    """The mark of every case item, made once: a new one per item costs 2 us and 0.25 KB (24 MB a 100,000 rows)."""
+    return pytest.mark.harness_case
 
 
 class CaseItem(HarnessItem):
@@ -229,7 +273,7 @@ class CaseItem(HarnessItem):
         super().__init__(**kwargs)
         self.case, self.agent, self.rubric, self.runners = case, agent, rubric, runners
         self.threshold = agent.policy.threshold_for(rubric)
-        self.add_marker(pytest.mark.harness_case)
+        self.add_marker(case_mark())
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, self.case.line, f"{self.agent.name}[{self.case.id}] scored by {self.rubric.name}"
@@ -279,7 +323,7 @@ class CaseItem(HarnessItem):
         usage = spend.usage
         evaluation = result.last_evaluation
         dims = {} if evaluation is None else {
-            name: {"score": d.score, "weight": round(d.weight, 6), "reason": d.reason}
+            name: {"score": d.score, "weight": round(d.weight, 6), "reason": d.reason, **d.answer}
             for name, d in evaluation.dimensions.items()}
         self.user_properties.extend([
             ("harness_agent", self.agent.name), ("harness_case", self.case.id), ("harness_rubric", self.rubric.name),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -35,8 +36,10 @@ def failure_table(result: LoopResult, agent: str, case: str, threshold: float) -
     """Why an item did not pass: each dimension (score, weight, reason), the fixes, the artifacts."""
     attempts = f"{result.final_attempt} attempt{'s' * (result.final_attempt != 1)}"
     score = result.final_score
+    gates = result.last_evaluation.failed_gates if result.last_evaluation is not None else []
+    below = f"below min_score ({', '.join(gates)})" if gates else f"overall {_score(score)} < threshold {threshold:.2f}"
     headline = {
-        "failed": f"FAILED after {attempts}: overall {_score(score)} < threshold {threshold:.2f}",
+        "failed": f"FAILED after {attempts}: {below}",
         "escalated": f"ESCALATED after {attempts}: {result.escalation_reason}",
         "indeterminate": f"NOT SCORED (indeterminate) after {attempts}: {result.escalation_reason}",
         "error": f"ERROR on attempt {result.final_attempt}: {result.escalation_reason}",
@@ -82,6 +85,8 @@ class RubricTally:
     unstable: list[str] = field(default_factory=list)
     spreads: list[float] = field(default_factory=list)
     cached_answers: int = 0
+    # per dimension with a scale or choices: how often the judge gave each rating or label
+    answers: dict[str, Counter[str | int]] = field(default_factory=dict)
 
     def add(self, props: dict[str, Any], nodeid: str = "", word: str = "") -> None:
         """One item; ``word`` is pytest's verdict on it (passed, failed, skipped, xfailed, xpassed)."""
@@ -106,6 +111,11 @@ class RubricTally:
             self.spreads.append(max(values) - min(values))
         if props.get("harness_unstable") in (True, "True", "true"):
             self.unstable.append(nodeid)
+        dimensions = props.get("harness_dimensions")
+        for dim_id, dim in (json.loads(dimensions) if isinstance(dimensions, str) else dimensions or {}).items():
+            given = dim.get("label", dim.get("rating"))
+            if given is not None:
+                self.answers.setdefault(dim_id, Counter())[given] += 1
 
 
 def tally(results: Iterable[tuple[str, dict[str, Any], str]]) -> dict[str, RubricTally]:
@@ -157,6 +167,9 @@ def summary_lines(tallies: dict[str, RubricTally]) -> list[str]:
         if t.unstable:
             notes.append(f"{name}: unstable verdicts (samples on both sides of the threshold): "
                          + ", ".join(t.unstable))
+        for dim_id, counts in t.answers.items():
+            shown = ", ".join(f"{answer} x{n}" for answer, n in sorted(counts.items(), key=lambda kv: str(kv[0])))
+            notes.append(f"{name}: {dim_id} answered {shown} (the judge's own labels or ratings, last attempts)")
     return lines + notes
 
 

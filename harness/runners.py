@@ -27,12 +27,12 @@ import pytest
 from harness.checks import import_callable
 from harness.errors import AgentRunError, ExitCode
 from harness.llm import Message, ModelClient
-from harness.models import AgentConfig, RunnerSpec
+from harness.loading.suites import BUILTIN_RUNNER_KINDS
+from harness.models import AgentConfig, PromptTemplate, RunnerSpec
 from harness.redaction import child_environment
-from harness.requests import AgentRequest, JudgeRequest
+from harness.requests import AgentRequest, JudgeRequest, render_template
 from harness.usage import Spend
 
-BUILTIN_KINDS = ("prompt", "python", "command")
 DEFAULT_COMMAND_TIMEOUT_S = 300.0
 
 
@@ -184,6 +184,19 @@ class PromptRunner:
         return RunnerOutput(text=reply.text, spend=reply.spend)
 
 
+class TemplateRunner:
+    """An LLM producer or reviser whose prompt is a template used as written: the filled template is the whole
+    message (promptfoo's prompts, a published task prompt), and the answer is the artifact."""
+
+    def __init__(self, template: PromptTemplate, client: ModelClient):
+        self.template = template
+        self.client = client
+
+    def run(self, request: AgentRequest) -> RunnerOutput:
+        reply = self.client.complete(messages=[Message.user(render_template(self.template, request))], batch=False)
+        return RunnerOutput(text=reply.text, spend=reply.spend)
+
+
 # --- the built-in kinds, as a plugin of our own hooks --------------------------------------------
 
 
@@ -197,17 +210,20 @@ def pytest_harness_make_runner(spec: RunnerSpec, role: str, agent: AgentConfig,
         return PythonRunner(spec, role, session.import_root)
     if spec.kind == "command":
         return CommandRunner(spec, role, session.import_root)
-    if spec.kind == "prompt":
+    if spec.kind in ("prompt", "template"):
         client = session.model_client(session.model_for(agent, role))
         if not config.option.collectonly:
             client.preload()
         if role == "evaluator":
             from harness.judges import LlmJudge
 
-            return LlmJudge(agent.prompts[role], client)
+            return LlmJudge(agent.prompts.get(role), client, template=agent.templates.get(role),
+                            style=agent.judge_style)
+        if spec.kind == "template":
+            return TemplateRunner(agent.templates[role], client)
         return PromptRunner(agent, role, client)
     return None
 
 
 def pytest_harness_runner_kinds() -> list[str]:
-    return list(BUILTIN_KINDS)
+    return list(BUILTIN_RUNNER_KINDS)

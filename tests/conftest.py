@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Iterator
 
@@ -31,7 +32,12 @@ def fake_anthropic(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAnthropic]:
 
 @pytest.fixture
 def fake_openai(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
-    """A running fake chat-completions API; OPENAI_BASE_URL points at it and OPENAI_API_KEY is a dummy."""
+    """A running fake chat-completions API; OPENAI_BASE_URL points at it and OPENAI_API_KEY is a dummy.
+
+    The SDK is imported here, before a pytester run snapshots sys.modules: the harness preloads it on a thread,
+    and a run that ends while that import is under way (a collection error) would take its half-imported modules
+    away from under it."""
+    importlib.import_module("openai")
     with FakeOpenAI() as server:
         _point_sdk_at(monkeypatch, "OPENAI", server.base_url, "sk-openai-test-dummy")
         yield server

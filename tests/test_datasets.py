@@ -1,16 +1,31 @@
-"""Datasets: a case file's cases from a JSONL, CSV or JSON file, one pytest item per row."""
+"""Datasets: a case file's cases from a JSONL, CSV or JSON file or a Hugging Face dataset, one pytest item per row.
+
+The Hugging Face tests never reach the network: their datasets are local folders inside the project, and the hub
+is switched off (HF_HUB_OFFLINE)."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from conftest import Project
+from harness.errors import HarnessConfigError
+from harness.fields import Fields
+from harness.loading.datasets import dataset_rows
+
+try:  # imported once here, so pytester's in-process runs reuse it (pyarrow is not imported twice)
+    import datasets
+except ImportError:  # the tests that need it are skipped
+    datasets = None
 
 ROWS = 300
+needs_datasets = pytest.mark.skipif(datasets is None, reason="needs the datasets package (extra `datasets`)")
 
 
 def jsonl(rows: int = ROWS) -> str:
@@ -125,13 +140,160 @@ def test_an_unreadable_dataset_file_is_one_line_naming_the_file(project: Project
     assert "Traceback" not in result.stdout.str()
 
 
-def test_a_template_format_that_does_not_fit_a_row_is_one_line(project: Project) -> None:
+def test_braces_that_are_not_slots_stay_as_written_and_double_braces_are_slots(project: Project) -> None:
+    from harness.loading import load_cases, load_suite
+
     project.standard()
-    project.write("suites/data/qa.jsonl", '{"text": "hello", "n": "seven"}\n')
+    project.write("suites/data/qa.jsonl", '{"text": "hello", "meta": {"n": 7}}\n')
+    path = project.cases("writer", """\
+        agent: writer
+        dataset: {file: data/qa.jsonl, inputs: {text: '{{ text }} {"n": 1} \\d{2,3} {meta.n}'}}
+    """)
+    suite = load_suite(project.root / "suites/agents.yaml", rubrics_dir=project.root / "rubrics",
+                       runner_kinds=("python", "command", "prompt"))
+    (case,) = load_cases(path, agents=suite.agents, input_roots=[project.root])
+    assert case.inputs["text"] == 'hello {"n": 1} \\d{2,3} 7'
+
+
+# --- Hugging Face datasets ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def offline_hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """No network for the datasets package, and its cache in a temporary folder.
+
+    The variables are set for any process a test starts; the library reads them when it is imported (once,
+    at the top of this module), so its own copies are set too."""
+    cache = tmp_path / "hf-cache"
+    for variable, value in (("HF_HUB_OFFLINE", "1"), ("HF_DATASETS_OFFLINE", "1"), ("HF_DATASETS_CACHE", str(cache))):
+        monkeypatch.setenv(variable, value)
+    if datasets is not None:
+        import huggingface_hub.constants
+
+        monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True, raising=False)
+        monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True, raising=False)
+        monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", cache)
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    yield
+
+
+def hf_folder(project: Project, rows: int = 20) -> None:
+    """suites/data/hfqa: a Hugging Face dataset folder of JSON Lines files, a test and a train split."""
+    project.write("suites/data/hfqa/test.jsonl", jsonl(rows))
+    project.write("suites/data/hfqa/train.jsonl", '{"qid": "t1", "text": "hello train", "answer": 0}\n')
+
+
+def rows_of(project: Project, raw: dict) -> list[tuple[int, dict]]:  # type: ignore[type-arg]
+    path = project.root / "suites/writer.cases.yaml"
+    return list(dataset_rows(raw, Fields.of(path, "dataset"), path.parent, [project.root]))
+
+
+@needs_datasets
+def test_a_local_hugging_face_dataset_is_one_item_per_row_of_its_split(project: Project, offline_hub: None) -> None:
+    project.standard()
+    hf_folder(project)
     project.cases("writer", """\
         agent: writer
-        dataset: {file: data/qa.jsonl, inputs: {text: "{text} {n:d}"}}
+        dataset: {hf: data/hfqa, split: test, id: "{qid}", inputs: {text: "{text}"}, expected: "{answer}", limit: 7}
+    """)
+    result = project.run("suites/", "--collect-only", "-q")
+    assert collected(result) == [f"suites/writer.cases.yaml::q{n}" for n in range(1, 8)]
+    result = project.run("suites/", "-q")
+    result.assert_outcomes(passed=7)
+    assert sorted(row["case_id"] for row in project.runs()) == sorted(f"q{n}" for n in range(1, 8))
+
+
+@needs_datasets
+def test_a_saved_hugging_face_dataset_samples_and_shuffles_the_rows_a_file_would(project: Project,
+                                                                                 offline_hub: None) -> None:
+    project.standard()
+    project.write("suites/data/qa.jsonl", jsonl(50))
+    records = [json.loads(line) for line in jsonl(50).splitlines()]
+    datasets.DatasetDict(test=datasets.Dataset.from_list(records)).save_to_disk(
+        str(project.root / "suites/data/saved"))
+    for choice in ({"sample": 5, "seed": 3}, {"shuffle": True, "seed": 1, "limit": 4}, {"sample": 6, "shuffle": True}):
+        from_file = rows_of(project, {"file": "data/qa.jsonl", "id": "{qid}", **choice})
+        from_hf = rows_of(project, {"hf": "data/saved", "split": "test", "id": "{qid}", **choice})
+        assert from_hf == from_file and len(from_hf) in (4, 5, 6)
+    (number, row), *_ = rows_of(project, {"hf": "data/saved", "split": "test", "sample": 1, "seed": 5})
+    assert row == {"id": f"row-{number}", "inputs": records[number - 1]}  # the default id and inputs
+    with pytest.raises(HarnessConfigError, match="dataset.split: data/saved has no split 'validation' "
+                                                 r"\(fix: use one of: test\)"):
+        rows_of(project, {"hf": "data/saved", "split": "validation"})
+
+
+@needs_datasets
+def test_a_bad_hugging_face_row_or_an_unknown_hub_dataset_is_one_line(project: Project, offline_hub: None) -> None:
+    project.standard()
+    hf_folder(project, rows=3)
+    project.cases("writer", """\
+        agent: writer
+        dataset: {hf: data/hfqa, split: train, inputs: {text: "{question}"}}
     """)
     result = project.run("suites/")
-    result.stdout.fnmatch_lines(["*qa.jsonl: row 1: dataset.inputs.text: cannot fill '{text} {n:d}'*"])
+    result.stdout.fnmatch_lines(["*suites/data/hfqa: row 1: no column 'question' for dataset.inputs.text*"])
+    project.cases("writer", """\
+        agent: writer
+        dataset: {hf: nobody/no-such-dataset, split: test}
+    """)
+    result = project.run("suites/")
+    result.stdout.fnmatch_lines(["*writer.cases.yaml: dataset.hf: cannot load nobody/no-such-dataset (split test): *"
+                                 "(fix: check the name, split, config and revision; offline*"])
     assert "Traceback" not in result.stdout.str()
+
+
+def test_without_the_datasets_package_hf_says_how_to_install_it(project: Project,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "datasets", None)  # `import datasets` now raises ImportError
+    project.standard()
+    project.cases("writer", """\
+        agent: writer
+        dataset: {hf: openai/gsm8k, config: main, split: test}
+    """)
+    result = project.run("suites/")
+    assert ("suites/writer.cases.yaml: dataset.hf: reading a Hugging Face dataset needs the datasets package, which "
+            "is not installed (fix: pip install 'pytest-rubric[datasets]')") in result.stdout.lines
+    assert "Traceback" not in result.stdout.str()
+    assert result.ret != 0
+
+
+@pytest.mark.parametrize(("dataset", "expected"), [
+    ("{file: data/qa.jsonl, hf: data/hfqa, split: test}",
+     "dataset.hf: file and hf cannot both be given (fix: keep one: file for a .jsonl, .csv or .json file, hf for*"),
+    ("{id: '{qid}'}", "dataset: needs at least one of file or hf*"),
+    ("{hf: data/hfqa}", "dataset.split: missing: a Hugging Face dataset is read one split at a time*"),
+    ("{file: data/qa.jsonl, split: test}", "dataset.split: is only for a Hugging Face dataset (hf:)*"),
+])
+def test_a_dataset_reads_exactly_one_source(project: Project, dataset: str, expected: str) -> None:
+    project.standard()
+    project.write("suites/data/qa.jsonl", jsonl(2))
+    project.cases("writer", f"""\
+        agent: writer
+        dataset: {dataset}
+    """)
+    result = project.run("suites/")
+    result.stdout.fnmatch_lines([f"*suites/writer.cases.yaml: {expected}"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_criteria_and_checks_templates_are_filled_per_row(project: Project) -> None:
+    project.write("suites/data/qa.jsonl", "".join(json.dumps(row) + "\n" for row in [
+        {"q": "Capital of France?", "answer": "Paris", "criterion": "names: Does it name the city?", "words": 5},
+        {"q": "2 + 2?", "answer": 4, "criterion": "maths: Is the sum right?", "words": 3}]))
+    raw = {"file": "data/qa.jsonl", "inputs": {"question": "{q}"}, "expected": "{answer}",
+           "criteria": ["{criterion}", {"id": "short", "description": "At most {words} words?", "weight": 2}],
+           "checks": [{"contains": {"all": ["{answer}"]}},
+                      {"id": "exact", "check": {"equals": "{expected}"}, "min_score": 1},
+                      {"length": {"max_words": "{words}"}}, {"regex": {"pattern": "^\\d{1,3}$|{inputs.question}"}}]}
+    (_, first), (_, second) = rows_of(project, raw)
+    assert first["criteria"] == ["names: Does it name the city?",
+                                 {"id": "short", "description": "At most 5 words?", "weight": 2}]
+    assert second["criteria"][0] == "maths: Is the sum right?"
+    assert second["checks"] == [{"contains": {"all": [4]}},  # one slot: the column's own type
+                                {"id": "exact", "check": {"equals": "{expected}"}, "min_score": 1},  # the case's
+                                {"length": {"max_words": 3}}, {"regex": {"pattern": "^\\d{1,3}$|{inputs.question}"}}]
+    assert first["expected"] == "Paris" and "criteria" not in rows_of(project, {"file": "data/qa.jsonl"})[0][1]
+    raw["checks"] = [{"contains": {"all": ["{answr}"]}}]
+    with pytest.raises(HarnessConfigError, match=r"qa.jsonl: row 1: no column 'answr' for dataset.checks\[0\]"
+                                                 r".contains.all\[0\]"):
+        rows_of(project, raw)

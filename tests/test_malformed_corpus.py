@@ -200,8 +200,9 @@ CORPUS: dict[str, Bad] = {
         "dimensions.*.weight: weights sum to 0.9",)),
     "rubric-negative-weight": Bad("rubric", rubric("weight: 0.4", "weight: -0.4"), (
         "dimensions.concise.weight: -0.4 is outside 0..1",)),
-    "rubric-no-dimensions": Bad("rubric", edit(QUALITY_RUBRIC, QUALITY_RUBRIC[QUALITY_RUBRIC.index("dimensions:"):],
-                                               "dimensions: {}\n"), ("dimensions: expected a mapping of dimension",)),
+    "rubric-dimensions-a-list": Bad("rubric", edit(QUALITY_RUBRIC, QUALITY_RUBRIC[QUALITY_RUBRIC.index("dimensions:"):],
+                                                   "dimensions: [concise]\n"),
+                                    ("dimensions: expected a mapping of dimension",)),
     "rubric-bad-dimension-id": Bad("rubric", rubric("  concise:", "  'two words':"), (
         "dimensions.two words: dimension id 'two words' is not a valid id",)),
     "rubric-score-level-above-1": Bad("rubric", rubric('1.0: "hello is there"', '1.5: "hello is there"'), (

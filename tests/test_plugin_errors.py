@@ -120,7 +120,7 @@ BAD_INPUTS = {
         ("metadata.version: missing", "(fix: add `version:`)")),
     "unknown-rubric-key": Bad(
         rubric("threshold: 0.8", "threshold: 0.8\nthresold: 0.9"), ("rubrics/",), "rubrics/quality.yaml",
-        ("thresold: unknown key", "(fix: remove it or use one of: metadata, threshold, dimensions, examples, items)")),
+        ("thresold: unknown key", "(fix: remove it or use one of: metadata, threshold, dimensions, examples, items, transform)")),
     "unknown-dimension-key": Bad(
         rubric("    weight: 0.4", "    wieght: 0.4"), ("rubrics/",), "rubrics/quality.yaml",
         ("dimensions.concise.wieght: unknown key",)),
@@ -163,11 +163,11 @@ BAD_INPUTS = {
     "unknown-runner-kind": Bad(
         agents_yaml("agents:\n  writer:\n    rubric: quality\n    producer: {kind: http, target: 'http://x'}\n"),
         ("suites/",), "suites/agents.yaml",
-        ("agents.writer.producer.kind: unknown runner kind 'http'", "(fix: use one of: prompt, python, command")),
+        ("agents.writer.producer.kind: unknown runner kind 'http'", "(fix: use one of: prompt, template, python, command")),
     "runner-of-no-known-kind": Bad(
         agents_yaml("agents:\n  writer:\n    rubric: quality\n    producer: {pyhton: 'agentlib:produce'}\n"),
         ("suites/",), "suites/agents.yaml",
-        ("agents.writer.producer: cannot tell the kind of runner", "(fix: use exactly one of: prompt, python, command")),
+        ("agents.writer.producer: cannot tell the kind of runner", "(fix: use exactly one of: prompt, template, python, command")),
     "producer-cannot-be-imported": Bad(
         agents_yaml("agents:\n  writer:\n    rubric: quality\n    producer: {python: 'no_such_agent:produce'}\n"),
         ("suites/",), "suites/agents.yaml",

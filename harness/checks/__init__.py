@@ -14,13 +14,18 @@ the judge calls ``check.run(artifact, context)``, which returns a :class:`CheckR
 frozen and hold no state between runs, so one check may run on many threads at once.
 
 Built-in kinds, a module per family: ``regex``, ``contains``, ``length``, ``banned_phrases`` (text),
-``json_schema`` (json_schema), ``date_age`` (dates), ``python`` (python). Each registers its parser
-with ``@check_kind`` (registry); plugins add kinds with the ``pytest_harness_check_kinds`` hook.
+``json_schema`` (json_schema), ``date_age`` (dates), ``python`` (python), ``equals``, ``similar``,
+``json_path`` (compare). Each registers its parser with ``@check_kind`` (registry); plugins add kinds with
+the ``pytest_harness_check_kinds`` hook.
+
+Any kind's options may hold case slots (``equals: "{expected}"``, ``regex: {pattern: "{inputs.p}"}``):
+:func:`parse_check` then returns a check that fills them from each case when it runs (templated), and
+:func:`check_slots` names the slots a case must fill.
 """
 
 from __future__ import annotations
 
-from harness.checks.base import Check, CheckContext, CheckResult
+from harness.checks.base import Check, CheckContext, CheckResult, check_slots
 from harness.fields import Fields  # plugins' parsers are documented to receive harness.checks.Fields
 from harness.checks.registry import CheckParser, builtin_kinds, check_kind, parse_check, with_plugin_kinds
 
@@ -29,7 +34,9 @@ from harness.checks.text import BannedPhrasesCheck, ContainsCheck, LengthCheck, 
 from harness.checks.json_schema import JsonSchemaCheck  # isort: skip
 from harness.checks.dates import DateAgeCheck  # isort: skip
 from harness.checks.python import PythonCheck, import_callable  # isort: skip
-from harness.checks.paths import MISSING, value_at  # isort: skip
+from harness.checks.compare import EqualsCheck, JsonPathCheck, SimilarCheck  # isort: skip
+from harness.checks.paths import MISSING, parse_path, value_at  # isort: skip
+from harness.checks.templated import TemplatedCheck  # isort: skip
 
 KNOWN_KINDS: tuple[str, ...] = tuple(builtin_kinds())
 """The built-in kinds (plugins may add more per session)."""
@@ -44,15 +51,21 @@ __all__ = [
     "CheckResult",
     "ContainsCheck",
     "DateAgeCheck",
+    "EqualsCheck",
     "Fields",
+    "JsonPathCheck",
     "JsonSchemaCheck",
     "LengthCheck",
     "PythonCheck",
     "RegexCheck",
+    "SimilarCheck",
+    "TemplatedCheck",
     "builtin_kinds",
     "check_kind",
+    "check_slots",
     "import_callable",
     "parse_check",
+    "parse_path",
     "value_at",
     "with_plugin_kinds",
 ]

@@ -26,6 +26,8 @@ class CheckContext:
     """The case's inputs, already loaded (fixture files are parsed YAML/JSON or text)."""
     today: dt.date
     """"Now" for date windows: UTC today unless the case pins it."""
+    expected: Any = None
+    """The case's reference answer (any YAML value; a list means any of these), or None when it has none."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,15 @@ class Check(Protocol):
     kind: str
 
     def run(self, artifact: str, context: CheckContext) -> CheckResult: ...
+
+
+def check_slots(check: Any) -> tuple[str, ...]:
+    """The case slots a parsed check fills when it runs (``("expected",)`` for ``equals: "{expected}"``), which
+    every case it runs on must be able to fill (:func:`harness.slots.missing_case_slots`); () for most checks.
+
+    A check that needs any declares them as ``case_slots``."""
+    found = getattr(check, "case_slots", ())
+    return tuple(found) if isinstance(found, (tuple, list)) else ()
 
 
 # --------------------------------------------------------------------------------------------- reasons

@@ -24,6 +24,32 @@ _NAME_FIELDS = ("name", "id", "company")
 _SOURCES = ("auto", "json_block", "text")
 
 
+class NotJson(ValueError):
+    """The artifact holds no JSON where the check looks: ``problem`` for a reason, ``fix`` for the reviser."""
+
+    def __init__(self, problem: str, fix: str):
+        super().__init__(problem)
+        self.problem = problem
+        self.fix = fix
+
+
+def artifact_json(artifact: str, source: str = "auto") -> Any:
+    """The artifact's JSON: with ``source`` auto, its first ```json block, else the whole text; json_block,
+    only such a block; text, only the whole text. Raises :class:`NotJson` when there is none or it is invalid."""
+    block = _JSON_BLOCK.search(artifact) if source != "text" else None
+    if source == "json_block" and block is None:
+        raise NotJson("no ```json block found", "Put the JSON output in a ```json fenced block")
+    text = block.group(1) if block else artifact
+    where = "```json block" if block else "artifact"
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise NotJson(f"{where} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                      f"Make the {where} valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise NotJson(f"{where} is JSON nested too deeply to read", f"Flatten the JSON in the {where}") from None
+
+
 @dataclass(frozen=True)
 class JsonSchemaCheck:
     """Validate the artifact's JSON (or each element of a list inside it) against a JSON Schema.
@@ -37,16 +63,10 @@ class JsonSchemaCheck:
     kind = "json_schema"
 
     def _document(self, artifact: str) -> tuple[Any, CheckResult | None]:
-        block = _JSON_BLOCK.search(artifact) if self.source != "text" else None
-        if self.source == "json_block" and block is None:
-            return None, CheckResult(0.0, "no ```json block found", ("Put the JSON output in a ```json fenced block",))
-        text = block.group(1) if block else artifact
-        where = "```json block" if block else "artifact"
         try:
-            return json.loads(text), None
-        except json.JSONDecodeError as exc:
-            reason = f"{where} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-            return None, CheckResult(0.0, reason, (f"Make the {where} valid JSON ({exc.msg} at line {exc.lineno})",))
+            return artifact_json(artifact, self.source), None
+        except NotJson as exc:
+            return None, CheckResult(0.0, exc.problem, (exc.fix,))
 
     def _errors(self, instance: Any, prefix: str = "") -> list[str]:
         assert self.validator is not None

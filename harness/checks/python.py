@@ -178,16 +178,23 @@ def parse_python(raw: Any, f: Fields) -> PythonCheck:
             raise f.expected("options", "a mapping of keyword arguments", options,
                              "write options: {name: value} with identifier names")
     function = _import_callable(f.string(spec, key), f, key)
+    problem = call_problem(function, "artifact", None, **options)
+    if problem:
+        names = ", ".join(options) or "no options"
+        raise f.error(key, f"{spec} cannot be called as {spec.partition(':')[2]}(artifact, context, **options) "
+                      f"with {names}: {problem}", "accept (artifact, context) plus each option as a keyword argument")
+    return PythonCheck(spec, function, dict(options))
+
+
+def call_problem(function: Callable[..., Any], *args: Any, **kwargs: Any) -> str | None:
+    """Why ``function`` cannot be called with these arguments, told from its signature before any call; None
+    when it can, or when it has no signature to tell by (some builtins: the call will say)."""
     try:
         signature = inspect.signature(function)
-    except (TypeError, ValueError):  # some builtins have no signature; the call will tell
-        signature = None
-    if signature is not None:
-        try:
-            signature.bind("artifact", None, **options)
-        except TypeError as exc:
-            names = ", ".join(options) or "no options"
-            raise f.error(key, f"{spec} cannot be called as {spec.partition(':')[2]}(artifact, context, **options) "
-                          f"with {names}: {exc}",
-                          "accept (artifact, context) plus each option as a keyword argument") from None
-    return PythonCheck(spec, function, dict(options))
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        return str(exc)
+    return None

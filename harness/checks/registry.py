@@ -20,7 +20,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+from harness import slots
 from harness.checks.base import Check
+from harness.checks.templated import templated_check
 from harness.errors import HarnessConfigError
 from harness.fields import Fields, one_line
 
@@ -95,6 +97,10 @@ def parse_check(raw: Any, *, path: Path, field: str, base_dir: Path, import_root
     imports more modules lazily at call time must find them on the normal sys.path). ``kinds`` are the
     kinds in effect (:func:`with_plugin_kinds`); by default the built-ins.
 
+    Options that hold case slots (``contains: {all: ["{expected}"]}``, harness/slots.py) make a check that fills
+    them from each case when it runs (harness/checks/templated.py); :func:`~harness.checks.base.check_slots`
+    names the slots a case must fill.
+
     Raises HarnessConfigError for every mistake.
     """
     known = builtin_kinds() if kinds is None else kinds
@@ -107,9 +113,16 @@ def parse_check(raw: Any, *, path: Path, field: str, base_dir: Path, import_root
                              f"write e.g. check: {{regex: 'BU: \\w+'}}; kinds: {', '.join(known)}")
     (kind, options), = raw.items()
     place.choice(kind, str(kind), tuple(known), "check kind")
-    check = known[kind](options, place.nested(kind))
-    if kind not in _BUILTIN and not callable(getattr(check, "run", None)):
-        raise place.error(kind, f"the plugin parser of check kind {kind!r} returned {type(check).__name__}, which "
-                          "has no run(artifact, context)",
-                          "make the parser return a check: an object with run(artifact, context)")
-    return check
+    parser = known[kind]
+
+    def parse(filled: Any, fields: Fields) -> Check:
+        check = parser(filled, fields)
+        if kind not in _BUILTIN and not callable(getattr(check, "run", None)):
+            raise place.error(kind, f"the plugin parser of check kind {kind!r} returned {type(check).__name__}, "
+                              "which has no run(artifact, context)",
+                              "make the parser return a check: an object with run(artifact, context)")
+        return check
+
+    if slots.nested_slots(options):
+        return templated_check(kind, options, parse, place.nested(kind))
+    return parse(options, place.nested(kind))

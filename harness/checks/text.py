@@ -10,7 +10,7 @@ from typing import Any
 from harness.checks.base import (REASON_ITEM_LIMIT, CheckContext, CheckResult, count_matches, phrase_regex, plural,
                                  quoted_list, run_user_pattern)
 from harness.checks.registry import check_kind
-from harness.fields import Fields, one_line
+from harness.fields import Fields, is_number, one_line
 
 # --------------------------------------------------------------------------------------------- regex
 
@@ -110,13 +110,23 @@ class ContainsCheck:
         return CheckResult(score, "; ".join(parts), tuple(fixes))
 
 
+def _phrases(raw: Any, f: Fields, key: str, example: str) -> tuple[str, ...]:
+    """A list of phrases; one text (or number) is a list of one, so ``any: "{expected}"`` takes a case's one
+    expected answer as well as its list of them."""
+    if isinstance(raw, str) or is_number(raw):
+        raw = [raw]
+    elif not isinstance(raw, list):
+        raise f.expected(key, "text or a non-empty list of text", raw, f"write {example}")
+    return f.string_list([str(item) if is_number(item) else item for item in raw], key, example=example)
+
+
 @check_kind("contains")
 def parse_contains(raw: Any, f: Fields) -> ContainsCheck:
     example = "contains: {all: [LinkedIn], any: [Bitwage, TeamPay, Mining]}"
     opts = f.mapping(raw, allowed=("all", "any", "case_sensitive"), example=example, required_any=("all", "any"))
     return ContainsCheck(
-        all=f.string_list(opts["all"], "all", example=example) if "all" in opts else (),
-        any=f.string_list(opts["any"], "any", example=example) if "any" in opts else (),
+        all=_phrases(opts["all"], f, "all", example) if "all" in opts else (),
+        any=_phrases(opts["any"], f, "any", example) if "any" in opts else (),
         case_sensitive=f.boolean(opts["case_sensitive"], "case_sensitive") if "case_sensitive" in opts else False,
     )
 

@@ -173,6 +173,7 @@ class ModelClient:
         cached_system_prefix: str | None = None,
         cache_extra: Mapping[str, Any] | None = None,
         batch: bool | None = None,
+        history: Sequence[Message] = (),
     ) -> GenerationResult:
         """Ask for a JSON object matching ``schema``; retry once on errors.
 
@@ -180,7 +181,8 @@ class ModelClient:
         the settings say ``structured_output: json_schema``. The retry's messages show the model its previous
         answer and the validation errors. ``success=False`` after the retry means validation_failed for the
         caller. Model call failures raise ModelCallError / ModelUnavailable as in :meth:`complete`; when the
-        retry call fails, the error's ``usage`` holds the first call's tokens.
+        retry call fails, the error's ``usage`` holds the first call's tokens. ``history`` is the conversation
+        before ``prompt`` (a judge's own reasoning, say).
         """
         started = time.perf_counter()
         try:
@@ -194,7 +196,7 @@ class ModelClient:
                                 schema)], "tool_choice": tool_name}
             if as_tool else {"output_schema": schema, "output_name": tool_name}
         )
-        messages: list[Message] = [Message.user(prompt)]
+        messages: list[Message] = [*history, Message.user(prompt)]
         timings = {"prompt_render": 0.0, "llm_call": 0.0, "validation": schema_ms}
 
         usage = Usage()

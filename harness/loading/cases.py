@@ -2,27 +2,31 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.fields import Fields, Section
+from harness.checks import CheckParser
+from harness.fields import ID_PATTERN, Fields, Section
 from harness.loading.datasets import dataset_rows
 from harness.loading.inputs import load_inputs
-from harness.models import AgentConfig, Case
+from harness.loading.rubrics import DIMENSION_KEYS, parse_dimension
+from harness.models import AgentConfig, Case, Dimension
 from harness.yamlfile import LineDict, load_yaml
 
-_CASE_KEYS = ("id", "inputs", "flags", "today", "description", "agent", "expected")
+_CASE_KEYS = ("id", "inputs", "flags", "today", "description", "agent", "expected", "criteria", "checks")
 
 
-def load_cases(path: Path, *, agents: Mapping[str, AgentConfig],
-               input_roots: Sequence[Path] | None = None) -> list[Case]:
+def load_cases(path: Path, *, agents: Mapping[str, AgentConfig], input_roots: Sequence[Path] | None = None,
+               import_root: Path | None = None, check_kinds: Mapping[str, CheckParser] | None = None) -> list[Case]:
     """A case file: ``agent:`` (default for its cases), and ``cases:`` (a list with an id each) or ``dataset:``
     (a JSONL, CSV or JSON file, one case a row: harness/loading/datasets.py) or both.
 
     Input files must lie under ``input_roots`` (the plugin passes the rootdir and ini harness_input_dirs;
-    default: the case file's own folder)."""
+    default: the case file's own folder). A case's ``criteria:`` and ``checks:`` add dimensions to its rubric
+    (harness/loading/per_case.py weighs them in); ``import_root`` and ``check_kinds`` are for their checks."""
     roots = tuple(input_roots) if input_roots else (path.parent,)
     top = Fields.of(path).section(load_yaml(path), known=("agent", "cases", "inputs", "dataset"),
                                   required_any=("cases", "dataset"),
@@ -54,14 +58,58 @@ def load_cases(path: Path, *, agents: Mapping[str, AgentConfig],
                                                  roots)}
         cases.append(Case(id=case_id, agent=agent, path=path, line=item.line if isinstance(item, LineDict) else 0,
                           inputs=inputs, flags=case.text_list("flags"), today=today,
-                          description=case.text("description"), expected=case.raw.get("expected")))
+                          description=case.text("description"), expected=case.raw.get("expected"),
+                          **additions(case, import_root or path.parent, check_kinds)))
     if "dataset" in top:
-        cases.extend(_dataset_cases(top, path, roots, default_agent, shared_inputs, agents, seen))
+        cases.extend(_dataset_cases(top, path, roots, default_agent, shared_inputs, agents, seen,
+                                    import_root or path.parent, check_kinds))
     return cases
 
 
+def additions(place: Section, import_root: Path, check_kinds: Mapping[str, CheckParser] | None
+              ) -> dict[str, tuple[Dimension, ...]]:
+    """A case's ``criteria:`` (judged dimensions: ``"id: description"`` or a dimension's mapping with ``id``) and
+    ``checks:`` (a check such as ``{contains: {all: [x]}}``, or ``{id, check, weight, min_score}``)."""
+    found: dict[str, tuple[Dimension, ...]] = {}
+    for key, kind in (("criteria", "criterion"), ("checks", "check")):
+        raw = place.raw.get(key)
+        if raw is None:
+            continue
+        items = raw if isinstance(raw, list) else [raw]
+        found[key] = tuple(_added(place.fields.nested(f"{key}[{index}]"), item, kind, index, import_root,
+                                  check_kinds) for index, item in enumerate(items))
+    return found
+
+
+def _added(place: Fields, item: Any, kind: str, index: int, import_root: Path,
+           check_kinds: Mapping[str, CheckParser] | None) -> Dimension:
+    default_id = f"{kind}-{index + 1}"
+    if kind == "criterion" and isinstance(item, str):  # "conciseness: Is the answer concise?"
+        head, sep, text = item.partition(":")
+        named = bool(sep) and ID_PATTERN.match(head.strip()) is not None and " " not in head.strip()
+        description = text.strip() if named else item.strip()
+        if not description:
+            raise place.expected(None, "a criterion such as `conciseness: Is the answer concise?`", item)
+        return Dimension(id=head.strip() if named else default_id, weight=1.0, description=description)
+    if kind == "check" and isinstance(item, Mapping) and "check" not in item:
+        item = {"check": item}  # the check itself: `- contains: {all: [Paris]}`
+    known = ("id",) + DIMENSION_KEYS
+    section = place.section(item, known=known, required=("check",) if kind == "check" else ("description",),
+                            example="`{id: relevance, description: ..., weight: 1}`" if kind == "criterion" else
+                            "`{contains: {all: [Paris]}}` or `{id: exact, check: {equals: \"{expected}\"}}`")
+    if kind == "criterion" and "check" in section:
+        raise section.error("check", "a criterion is judged", "move a case's checks under `checks:`")
+    dim_id = section.identifier("id", f"{kind} id") if "id" in section else default_id
+    weight = section.number("weight", 1.0, low=0.0)
+    if weight is not None and weight <= 0:
+        raise section.error("weight", f"weight must be positive, got {weight:g}", "use a number above 0")
+    dim = parse_dimension(dim_id, section, weight or 1.0, import_root, check_kinds)
+    return dim if dim.description else dim.model_copy(update={"description": f"the case's check {dim_id}"})
+
+
 def _dataset_cases(top: Section, path: Path, roots: Sequence[Path], agent: str | None, shared: dict[str, Any],
-                   agents: Mapping[str, AgentConfig], seen: set[str]) -> Iterator[Case]:
+                   agents: Mapping[str, AgentConfig], seen: set[str], import_root: Path,
+                   check_kinds: Mapping[str, CheckParser] | None) -> Iterator[Case]:
     if agent is None:
         raise top.error("agent", "a dataset's cases need an agent", "add `agent:` at the top of the file")
     top.fields.choice(agent, "agent", sorted(agents), "agent")
@@ -70,7 +118,7 @@ def _dataset_cases(top: Section, path: Path, roots: Sequence[Path], agent: str |
     where = top.fields.nested("dataset")
     for number, row in dataset_rows(raw, where, path.parent, roots):
         case_id = str(row["id"])
-        row_place = Fields.of(where.path, f"dataset (row {number})")
+        row_place = dataclasses.replace(where, field=f"dataset (row {number})")  # no Path parsing per row
         row_place.identifier(case_id, "id", "case id")
         if case_id in seen:
             raise row_place.error("id", f"duplicate case id {case_id!r}", "make the id template unique per row")
@@ -79,5 +127,7 @@ def _dataset_cases(top: Section, path: Path, roots: Sequence[Path], agent: str |
         if not isinstance(inputs, Mapping):
             raise row_place.expected("inputs", "a mapping of input names", inputs,
                                      "write `inputs: {name: \"{column}\"}`")
+        added = additions(Section(row, row_place), import_root, check_kinds) if (
+            "criteria" in row or "checks" in row) else {}
         yield Case(id=case_id, agent=agent, path=path, line=line, inputs={**shared, **inputs},
-                   expected=row.get("expected"))
+                   expected=row.get("expected"), **added)

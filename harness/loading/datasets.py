@@ -1,12 +1,29 @@
-"""Datasets: a case file's ``dataset:``, a JSONL, CSV or JSON file read as one case per row.
+"""Datasets: a case file's ``dataset:``, one case per row of a JSONL, CSV or JSON file or a Hugging Face dataset.
 
     dataset: {file: data/qa.jsonl, id: "{id}", inputs: {question: "{question}"}, expected: "{answer}", limit: 500}
+    dataset: {hf: openai/gsm8k, config: main, split: test, inputs: {question: "{question}"}, expected: "{answer}"}
 
-A template is text with ``{column}`` slots filled from the row; a template that is exactly one slot keeps the
-column's value as it is (a number stays a number, a list a list). ``id`` defaults to ``row-N`` (N counts data
-rows from 1), ``inputs`` to the whole row. ``limit`` keeps the first N rows (reading stops there), ``sample``
-keeps N rows drawn with ``seed`` (default 0), in file order unless ``shuffle: true``. A bad row is one error
-naming the file, the row and the column.
+Exactly one source: ``file`` (a .jsonl, .csv or .json file inside the project, relative to the case file) or
+``hf`` (a Hugging Face dataset read through the ``datasets`` package, ``pip install 'pytest-rubric[datasets]'``:
+a name on the hub, or a folder relative to the case file, inside the project, holding data files or written by
+``save_to_disk``; a folder of that name wins over the hub). ``split`` is required with ``hf``; ``config`` (the
+dataset's configuration) and ``revision`` (a branch, tag or commit on the hub) are optional. A hub dataset is
+downloaded and converted to Arrow once, into the ``datasets`` cache; offline (``HF_HUB_OFFLINE=1``) it must be
+there already. Its rows are read from the memory-mapped Arrow table a batch at a time, never all at once.
+
+A template is text with ``{column}`` slots filled from the row (harness/slots.py: the one template language);
+a template that is exactly one slot keeps the column's value as it is (a number stays a number, a list a list).
+``id`` defaults to ``row-N`` (N counts data rows from 1, ``{_row}``), ``inputs`` to the whole row, ``expected``
+to none. ``criteria`` and ``checks`` are a case's added dimensions (the formats of a case's ``criteria:`` and
+``checks:``), filled per row like ``expected``; in them, a case's own slot (``{input}``, ``{expected}``,
+``{inputs.NAME}``) that the row has no column for stays as written, for the case to fill. Each template given
+is in the row :func:`dataset_rows` returns (``id``, ``inputs``, and ``expected``, ``criteria``, ``checks``
+when given).
+
+``limit`` keeps the first N rows (reading stops there), ``sample`` keeps N rows drawn with ``seed`` (default
+0), in file order unless ``shuffle: true``. A ``file`` is read whole for ``sample`` and ``shuffle`` (its length
+is not known before); a Hugging Face dataset knows its length and reads only the rows chosen. A bad row is one
+error naming the file (or the hf dataset), the row and the column.
 """
 
 from __future__ import annotations
@@ -14,29 +31,46 @@ from __future__ import annotations
 import csv
 import json
 import random
-import string
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from harness import slots
 from harness.errors import HarnessConfigError
-from harness.fields import Fields, Section
-from harness.loading.inputs import input_path
+from harness.fields import Fields, Section, one_line
+from harness.loading.inputs import input_path, inside
 from harness.yamlfile import read_text
 
-DATASET_KEYS = ("file", "id", "inputs", "expected", "limit", "sample", "seed", "shuffle")
+SOURCES = ("file", "hf")
+HF_KEYS = ("split", "config", "revision")
+TEMPLATE_KEYS = ("id", "inputs", "expected", "criteria", "checks")
+DATASET_KEYS = (*SOURCES, *HF_KEYS, *TEMPLATE_KEYS, "limit", "sample", "seed", "shuffle")
+CASE_FILLED = ("criteria", "checks")  # templates whose case slots a row lacks stay for the case to fill
 DATASET_SUFFIXES = (".jsonl", ".csv", ".json")
 JSON_DATASET_LIMIT = 512 * 1024 * 1024  # a .json dataset is read whole; JSON Lines and CSV are streamed
-_FORMATTER = string.Formatter()
+HF_BATCH = 1000  # rows of a Hugging Face dataset converted from Arrow at a time
+HF_INSTALL = "pip install 'pytest-rubric[datasets]'"
+
+
+class Source(NamedTuple):
+    """Where rows come from, as a bad row's error names it: ``path: {prefix}row N: ...``."""
+
+    path: Path
+    prefix: str = ""
+
+    def row(self, number: int) -> str:
+        return f"{self.prefix}row {number}"
 
 
 def dataset_rows(raw: Any, fields: Fields, base: Path, roots: Sequence[Path]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The rows ``dataset:`` selects, as (row number, case fields: ``id``, ``inputs``, ``expected``)."""
-    spec = fields.section(raw, known=DATASET_KEYS, required=("file",),
-                          example="`dataset: {file: data/qa.jsonl, inputs: {question: \"{question}\"}}`")
-    path = input_path(spec.raw["file"], base, fields.nested("file"), roots)
-    if path.suffix not in DATASET_SUFFIXES:
-        raise spec.error("file", f"{path.name} is not a dataset file", "use a .jsonl, .csv or .json file")
+    """The rows ``dataset:`` selects, as (row number, case fields: ``id``, ``inputs``, ``expected``, ``criteria``,
+    ``checks``, the last three when given)."""
+    spec = fields.section(raw, known=DATASET_KEYS, required_any=SOURCES,
+                          example="`dataset: {file: data/qa.jsonl, inputs: {question: \"{question}\"}}` or "
+                                  "`dataset: {hf: NAME, split: test}`")
+    if all(key in spec for key in SOURCES):
+        raise spec.error("hf", "file and hf cannot both be given",
+                         "keep one: file for a .jsonl, .csv or .json file, hf for a Hugging Face dataset")
     limit = spec.integer("limit", 0, low=1) if "limit" in spec else None
     sample = spec.integer("sample", 0, low=1) if "sample" in spec else None
     if limit is not None and sample is not None:
@@ -44,71 +78,159 @@ def dataset_rows(raw: Any, fields: Fields, base: Path, roots: Sequence[Path]) ->
     seed = spec.integer("seed", 0, low=0)
     shuffle = spec.boolean("shuffle", False)
     templates = _templates(spec)
-    rows = _read_rows(path)
-    if sample is not None or shuffle:
-        chosen = list(rows)
-        generator = random.Random(seed)
-        if sample is not None and sample < len(chosen):
-            chosen = sorted(generator.sample(chosen, sample), key=lambda numbered: numbered[0])
-        if shuffle:
-            generator.shuffle(chosen)
-        rows = iter(chosen)
+    if "hf" in spec:
+        source, rows = _hf_rows(spec, base, roots, limit, sample, seed, shuffle)
+    else:
+        for key in HF_KEYS:
+            if key in spec:
+                raise spec.error(key, "is only for a Hugging Face dataset (hf:)", f"remove {key}")
+        path = input_path(spec.raw["file"], base, fields.nested("file"), roots)
+        if path.suffix not in DATASET_SUFFIXES:
+            raise spec.error("file", f"{path.name} is not a dataset file", "use a .jsonl, .csv or .json file")
+        source, rows = Source(path), _read_rows(path)
+        if sample is not None or shuffle:
+            every = list(rows)  # the length is needed first
+            rows = iter([every[index] for index in _order(len(every), sample, seed, shuffle)])
     for count, (number, row) in enumerate(rows, 1):
         if limit is not None and count > limit:
             return
-        yield number, {key: _fill(template, row, path, number, key) for key, template in templates.items()}
+        yield number, {key: _fill(template, row, source, number, key, keep_case_slots=key in CASE_FILLED)
+                       for key, template in templates.items()}
+
+
+def _order(length: int, sample: int | None, seed: int, shuffle: bool) -> list[int]:
+    """The indexes of the rows ``sample`` and ``shuffle`` choose, in the order they are read."""
+    generator = random.Random(seed)
+    chosen = list(range(length))
+    if sample is not None and sample < length:
+        chosen = sorted(generator.sample(chosen, sample))
+    if shuffle:
+        generator.shuffle(chosen)
+    return chosen
 
 
 def _templates(spec: Section) -> dict[str, Any]:
     templates: dict[str, Any] = {"id": spec.text("id", "row-{_row}"), "inputs": spec.raw.get("inputs")}
     if templates["inputs"] is not None:
         spec.fields.section(templates["inputs"], known=None)  # a mapping of input names to templates
-    if "expected" in spec:
-        templates["expected"] = spec.raw["expected"]
-    for key, template in templates.items():
-        for text in _texts(template):
-            try:
-                list(_FORMATTER.parse(text))
-            except ValueError as exc:
-                raise spec.error(key, f"cannot read the template {text!r}: {exc}",
-                                 "write slots as {column}; double a brace to keep it: {{ or }}") from None
+    for key in ("expected", *CASE_FILLED):
+        if key in spec:
+            templates[key] = spec.raw[key]
     return templates
 
 
-def _texts(template: Any) -> Iterator[str]:
-    if isinstance(template, str):
-        yield template
-    elif isinstance(template, Mapping):
-        for value in template.values():
-            yield from _texts(value)
-    elif isinstance(template, list):
-        for value in template:
-            yield from _texts(value)
-
-
-def _fill(template: Any, row: dict[str, Any], path: Path, number: int, key: str) -> Any:
-    """``template`` with the row's columns in its slots; ``None`` (no ``inputs:``) is the whole row."""
+def _fill(template: Any, row: dict[str, Any], source: Source, number: int, key: str, *,
+          keep_case_slots: bool = False) -> Any:
+    """``template`` with the row's columns in its slots; ``None`` (no ``inputs:``) is the whole row. With
+    ``keep_case_slots``, a case's own slot that the row has no column for stays as written."""
     if template is None:
         return {k: v for k, v in row.items() if k != "_row"}
     if isinstance(template, Mapping):
-        return {name: _fill(value, row, path, number, f"{key}.{name}") for name, value in template.items()}
+        return {name: _fill(value, row, source, number, f"{key}.{name}", keep_case_slots=keep_case_slots)
+                for name, value in template.items()}
     if isinstance(template, list):
-        return [_fill(value, row, path, number, f"{key}[{index}]") for index, value in enumerate(template)]
+        return [_fill(value, row, source, number, f"{key}[{index}]", keep_case_slots=keep_case_slots)
+                for index, value in enumerate(template)]
     if not isinstance(template, str):
         return template
-    parts = list(_FORMATTER.parse(template))
-    for _, column, _, _ in parts:
-        if column is not None and column not in row:
-            known = ", ".join(k for k in row if k != "_row")
-            raise HarnessConfigError(path, f"row {number}", f"no column {column!r} for dataset.{key}",
-                                     f"give every row a {column!r} column, or change the template (columns: {known})")
-    if len(parts) == 1 and parts[0][0] == "" and parts[0][1] and not parts[0][2] and not parts[0][3]:
-        return row[parts[0][1]]  # exactly one slot: the column's value, of its own type
+
+    def column(name: str) -> Any:
+        try:
+            return slots.value_at_name(row, name)
+        except KeyError:
+            if keep_case_slots and (name in slots.CASE_SLOTS or name.startswith("inputs.")):
+                return f"{{{name}}}"
+            raise
+
     try:
-        return template.format_map(row)
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:  # e.g. "{answer:d}" on text
-        raise HarnessConfigError(path, f"row {number}", f"dataset.{key}: cannot fill {template!r}: {exc}",
-                                 "use plain {column} slots, or a format that fits every row's value") from None
+        return slots.render(template, column)
+    except KeyError as exc:
+        known = ", ".join(k for k in row if k != "_row")
+        raise HarnessConfigError(source.path, source.row(number), f"no column {exc.args[0]!r} for dataset.{key}",
+                                 f"give every row a {exc.args[0]!r} column, or change the template (columns: {known})"
+                                 ) from None
+
+
+# --- Hugging Face datasets ---------------------------------------------------------------------------
+
+
+def _hf_rows(spec: Section, base: Path, roots: Sequence[Path], limit: int | None, sample: int | None, seed: int,
+             shuffle: bool) -> tuple[Source, Iterator[tuple[int, dict[str, Any]]]]:
+    """The split ``hf:`` names, and its chosen rows read lazily, a batch at a time."""
+    name = spec.fields.string(spec.raw["hf"], "hf")
+    if "split" not in spec:
+        raise spec.error("split", "missing: a Hugging Face dataset is read one split at a time",
+                         "add `split: test` (or validation, train: the split to evaluate on)")
+    split = spec.text("split")
+    try:
+        import datasets
+    except ImportError:
+        raise spec.error("hf", "reading a Hugging Face dataset needs the datasets package, which is not installed",
+                         HF_INSTALL) from None
+    local = _local_folder(name, base, spec.fields.nested("hf"), roots)
+    table = _load_split(datasets, spec, name, local, split)
+    order: Sequence[int] = range(len(table))
+    if sample is not None or shuffle:
+        order = _order(len(table), sample, seed, shuffle)
+    if limit is not None:
+        order = order[:limit]
+    source = Source(local, "") if local is not None else Source(spec.fields.path, f"dataset.hf {name} ({split}), ")
+    return source, _arrow_rows(table, order)
+
+
+def _local_folder(name: str, base: Path, place: Fields, roots: Sequence[Path]) -> Path | None:
+    """The project folder ``hf:`` names, relative to the case file; ``None`` for a name on the hub."""
+    target = base / name
+    if not target.exists():
+        return None
+    if not inside(target, roots):
+        allowed = " or ".join(str(root) for root in roots)
+        raise place.error(None, f"{name} is outside the project: datasets must be under {allowed}",
+                          "move the dataset into the project, or list its folder in ini harness_input_dirs")
+    if not target.is_dir():
+        raise place.error(None, f"{name} is a file, not a dataset folder",
+                          "point hf at the dataset's folder, or read a .jsonl, .csv or .json file with `file:`")
+    return target.resolve()
+
+
+def _load_split(datasets: Any, spec: Section, name: str, local: Path | None, split: str | None) -> Any:
+    """The ``datasets.Dataset`` of one split: memory-mapped Arrow, its rows not read yet."""
+    config, revision = spec.text("config"), spec.text("revision")
+    saved = local is not None and any((local / marker).is_file() for marker in ("state.json", "dataset_dict.json"))
+    try:
+        if not saved:
+            return datasets.load_dataset(str(local or name), name=config, split=split, revision=revision)
+        for key in ("config", "revision"):
+            if key in spec:
+                raise spec.error(key, f"{name} was written by save_to_disk, which keeps no {key}", f"remove {key}")
+        loaded = datasets.load_from_disk(str(local))
+        if not isinstance(loaded, datasets.DatasetDict):
+            return loaded  # one split saved alone
+        if split not in loaded:
+            raise spec.error("split", f"{name} has no split {split!r}", f"use one of: {', '.join(loaded)}")
+        return loaded[split]
+    except HarnessConfigError:
+        raise
+    except Exception as exc:  # the library's own errors: not found, offline, unknown split or config, bad files
+        raise spec.error("hf", f"cannot load {name} (split {split}): {one_line(f'{type(exc).__name__}: {exc}')}",
+                         "check the name, split, config and revision; offline (HF_HUB_OFFLINE=1) a hub dataset "
+                         "must be in the datasets cache already") from None
+
+
+def _arrow_rows(table: Any, order: Sequence[int]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The rows at ``order``'s indexes, numbered from 1 by their place in the split."""
+    if not order:
+        return
+    chosen = table if isinstance(order, range) and len(order) == len(table) else table.select(order)
+    numbers = iter(order)
+    for batch in chosen.iter(batch_size=HF_BATCH):  # Arrow to Python a batch at a time: 25x faster than per row
+        columns = list(batch)
+        for values in zip(*batch.values()):
+            number = next(numbers) + 1
+            yield number, {**dict(zip(columns, values)), "_row": number}
+
+
+# --- files ---------------------------------------------------------------------------------------------
 
 
 def _read_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -3,6 +3,7 @@ their items and example libraries; and finding a rubric in a rubrics folder by f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 from collections.abc import Mapping, Sequence
@@ -11,7 +12,8 @@ from typing import Any
 
 import jsonschema
 
-from harness.checks import CheckParser, parse_check
+from harness import slots
+from harness.checks import CheckParser, check_slots, parse_check
 from harness.errors import HarnessConfigError, HarnessConfigWarning
 from harness.fields import Fields, Section
 from harness.loading.inputs import inside, load_inputs
@@ -55,35 +57,132 @@ def _check(section: Section, import_root: Path, check_kinds: Mapping[str, CheckP
                        import_root=import_root, kinds=check_kinds)
 
 
+DIMENSION_KEYS = ("weight", "description", "scoring", "check", "name", "scale", "choices", "exhaustive",
+                  "min_score", "steps", "transform")
+
+
 def _load_dimension_rubric(raw: Any, path: Path, import_root: Path, examples: bool = True,
                            check_kinds: Mapping[str, CheckParser] | None = None) -> Rubric:
-    top = Fields.of(path).section(raw, known=("metadata", "threshold", "dimensions", "examples", "items"),
+    top = Fields.of(path).section(raw, known=("metadata", "threshold", "dimensions", "examples", "items",
+                                              "transform"),
                                   required=("metadata", "threshold", "dimensions"))
     meta = top.section("metadata", known=("name", "version", "agent", "updated", "description"),
                        required=("name", "version"))
     threshold = top.number("threshold", low=0.0, high=1.0)
     dims_raw = top.raw["dimensions"]
-    if not isinstance(dims_raw, Mapping) or not dims_raw:
-        raise top.fields.expected("dimensions", "a mapping of dimension ids", dims_raw, "add at least one dimension")
+    if not isinstance(dims_raw, Mapping):
+        raise top.fields.expected("dimensions", "a mapping of dimension ids", dims_raw,
+                                  "add at least one dimension, or write `dimensions: {}` when every case adds its own")
     listed = top.fields.nested("dimensions")
     dimensions = []
     for dim_id, dim_raw in dims_raw.items():
         listed.identifier(dim_id, str(dim_id), "dimension id")
-        dim = listed.nested(dim_id).section(dim_raw, known=("weight", "description", "scoring", "check", "name"),
-                                            required=("weight", "description"))
-        dimensions.append(Dimension(id=dim_id, weight=dim.number("weight", low=0.0, high=1.0),
-                                    description=dim.text("description"), name=dim.text("name"),
-                                    scoring=_scoring_levels(dim), check=_check(dim, import_root, check_kinds)))
-    _check_weights_sum(top, "dimensions", dimensions)
+        dim = listed.nested(dim_id).section(dim_raw, known=DIMENSION_KEYS, required=("weight", "description"))
+        dimensions.append(parse_dimension(str(dim_id), dim, dim.number("weight", low=0.0, high=1.0), import_root,
+                                          check_kinds))
+    if dimensions:
+        _check_weights_sum(top, "dimensions", dimensions)
+    examples_found = _examples(top, path, examples, import_root)
+    _check_example_slots(top, dimensions, examples_found)
     return Rubric(
         name=path.stem, path=path, title=meta.text("name"), version=meta.version("version"),
         description=meta.text("description"), agent=meta.text("agent"), updated=meta.text("updated"),
         threshold=threshold, scoring_mode="weighted", dimensions=tuple(dimensions),
-        examples=_examples(top, path, examples, import_root), items=_items(top),
+        examples=examples_found, items=_items(top), transform=_transform(top, import_root),
     )
 
 
-def _scoring_levels(dim: Section) -> dict[float, str]:
+def _check_example_slots(top: Section, dimensions: list[Dimension], examples: Examples) -> None:
+    """The calibration examples are scored like a case: their inputs and expected answer must fill every slot
+    the checks use."""
+    if not (examples.gold or examples.anti_patterns):
+        return
+    for dim in dimensions:
+        missing = slots.missing_case_slots(list(check_slots(dim.check)), examples.inputs, examples.expected)
+        if missing:
+            raise top.error(f"dimensions.{dim.id}.check", f"uses {{{missing[0]}}}, which the examples cannot fill",
+                            "give `examples:` an `expected:` answer" if missing[0] == "expected" else
+                            f"give `examples.inputs:` a {missing[0].removeprefix('inputs.').split('.')[0]!r} input")
+
+
+def parse_dimension(dim_id: str, dim: Section, weight: float, import_root: Path,
+                    check_kinds: Mapping[str, CheckParser] | None = None) -> Dimension:
+    """One dimension as a rubric (or a case's ``criteria:`` and ``checks:``) writes it: a description, and either
+    a check, or what the judge answers: a score from 0 to 1 (``scoring`` levels, ``exhaustive`` or not), a
+    rating on a ``scale``, or one of the ``choices``."""
+    check = _check(dim, import_root, check_kinds)
+    scale = _scale(dim)
+    choices = _choices(dim)
+    answered = [key for key in ("scale", "choices") if key in dim]
+    if len(answered) > 1:
+        raise dim.error("choices", "a dimension has a scale or choices, not both", "keep one of them")
+    if check is not None and (answered or "exhaustive" in dim or "steps" in dim):
+        key = (answered or [k for k in ("exhaustive", "steps") if k in dim])[0]
+        raise dim.error(key, "has no meaning for a dimension scored by a check (the check gives the score)",
+                        f"remove {key}, or remove the check so the judge scores it")
+    if "transform" in dim and check is None:
+        raise dim.error("transform", "transforms what a check sees, and this dimension has no check",
+                        "move it to the top of the rubric to transform what the judge sees as well")
+    exhaustive = dim.boolean("exhaustive", False)
+    scoring = _scoring_levels(dim, scale)
+    if exhaustive and not scoring:
+        raise dim.error("exhaustive", "says the judge must answer one of the levels, but there are none",
+                        "add `scoring:` levels, or use `scale:` or `choices:`")
+    return Dimension(id=dim_id, weight=weight, description=dim.text("description") or "", name=dim.text("name"),
+                     scoring=scoring, check=check, scale=scale, choices=choices,
+                     choice_text=_choice_descriptions(dim), exhaustive=exhaustive,
+                     min_score=dim.number("min_score", low=0.0, high=1.0),
+                     steps=dim.text_list("steps"), transform=_transform(dim, import_root))
+
+
+def _scale(dim: Section) -> tuple[int, int] | None:
+    if "scale" not in dim:
+        return None
+    raw = dim.raw["scale"]
+    if (not isinstance(raw, list) or len(raw) != 2 or not all(isinstance(v, int) and not isinstance(v, bool)
+                                                              for v in raw) or raw[0] >= raw[1]):
+        raise dim.fields.expected("scale", "[lowest, highest] whole-number ratings", raw, "write e.g. `scale: [1, 5]`")
+    return raw[0], raw[1]
+
+
+def _choices(dim: Section) -> dict[str, float]:
+    if "choices" not in dim:
+        return {}
+    listed = dim.section("choices", known=None, example="`choices: {A: 0.4, B: 0.6, C: 1}`")
+    if len(listed.raw) < 2:
+        raise dim.error("choices", "needs at least two labels", "write e.g. `choices: {Y: 1, N: 0}`")
+    choices: dict[str, float] = {}
+    for label, value in listed.raw.items():
+        place = listed.fields.nested(str(label))
+        if isinstance(value, Mapping):
+            value = place.section(value, known=("score", "description"), required=("score",)).raw["score"]
+        choices[str(label)] = place.number(value, None, low=0.0, high=1.0)
+    return choices
+
+
+def _choice_descriptions(dim: Section) -> dict[str, str]:
+    listed = dim.raw.get("choices") or {}
+    return {str(label): str(value["description"]) for label, value in listed.items()
+            if isinstance(value, Mapping) and value.get("description")}
+
+
+def _transform(section: Section, import_root: Path) -> Any:
+    if "transform" not in section:
+        return None
+    from harness.transforms import parse_transform
+
+    return parse_transform(section.raw["transform"], dataclasses.replace(section.fields.nested("transform"),
+                                                                         import_root=import_root))
+
+
+def _scoring_levels(dim: Section, scale: tuple[int, int] | None = None) -> dict[float, str]:
+    """The levels a judge reads: scores from 0 to 1, or with a scale, ratings (a dimension with choices
+    describes them beside their scores instead)."""
+    if "choices" in dim:
+        if "scoring" in dim:
+            raise dim.error("scoring", "a dimension with choices describes them under choices",
+                            "write `choices: {A: {score: 1, description: ...}}`")
+        return {}
     scoring = dim.section("scoring", known=None, example='lines such as `1.0: "Exact match"`')
     levels: dict[float, str] = {}
     for key, text in scoring.raw.items():
@@ -91,8 +190,12 @@ def _scoring_levels(dim: Section) -> dict[float, str]:
             level = float(key)
         except (TypeError, ValueError):
             raise scoring.error(str(key), f"score level {key!r} is not a number",
-                                "use a number between 0 and 1") from None
-        scoring.fields.number(level, str(key), low=0.0, high=1.0)
+                                "use a number between 0 and 1" if scale is None else
+                                f"use a rating from {scale[0]} to {scale[1]}") from None
+        if scale is None:
+            scoring.fields.number(level, str(key), low=0.0, high=1.0)
+        else:
+            scoring.fields.number(level, str(key), low=scale[0], high=scale[1])
         levels[level] = scoring.fields.string(text, str(key), what="a description of the level", blank=True,
                                               fix="quote the description")
     return levels
@@ -199,7 +302,7 @@ def _items(top: Section) -> ItemsSpec | None:
 def _examples(top: Section, path: Path, resolve: bool = True, import_root: Path | None = None) -> Examples:
     if "examples" not in top:
         return Examples()
-    ex = top.section("examples", known=("gold", "anti_patterns", "inputs"))
+    ex = top.section("examples", known=("gold", "anti_patterns", "inputs", "expected"))
     if not resolve:
         return Examples(gold=tuple(path.parent / p for p in ex.text_list("gold")),
                         anti_patterns=tuple(path.parent / p for p in ex.text_list("anti_patterns")))
@@ -207,7 +310,7 @@ def _examples(top: Section, path: Path, resolve: bool = True, import_root: Path 
     gold = _glob_paths(ex, "gold", path.parent, roots)
     anti = _glob_paths(ex, "anti_patterns", path.parent, roots)
     inputs = load_inputs(ex.raw.get("inputs") or {}, path, ex.sub("inputs"), path.parent, roots)
-    return Examples(gold=gold, anti_patterns=anti, inputs=inputs)
+    return Examples(gold=gold, anti_patterns=anti, inputs=inputs, expected=ex.raw.get("expected"))
 
 
 def _glob_paths(section: Section, key: str, base: Path, roots: Sequence[Path]) -> tuple[Path, ...]:

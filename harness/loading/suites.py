@@ -15,10 +15,13 @@ from harness.fields import Fields, Section, is_number
 from harness.llm.providers import model_problem
 from harness.loading.prompts import load_prompt
 from harness.loading.rubrics import RUBRIC_SUFFIXES, find_rubric, rubric_files, rubric_identity
-from harness.models import STRUCTURED_OUTPUT, AgentConfig, LoopPolicy, ModelSettings, RunnerSpec, SuiteConfig
-from harness.yamlfile import load_yaml
+from harness.models import (STRUCTURED_OUTPUT, AgentConfig, JudgeStyle, LoopPolicy, ModelSettings, PromptTemplate,
+                            RunnerSpec, SuiteConfig)
+from harness.slots import TEMPLATE_SLOTS, slots_in
+from harness.yamlfile import load_yaml, read_text
 
-BUILTIN_RUNNER_KINDS = ("prompt", "python", "command")
+BUILTIN_RUNNER_KINDS = ("prompt", "template", "python", "command")
+MODEL_RUNNER_KINDS = ("prompt", "template")  # the kinds the harness runs on a model itself
 THRESHOLDS_FILE = "thresholds.yaml"
 _POLICY_KEYS = ("threshold", "max_attempts", "escalate_on_fail", "margin_required", "borderline_margin",
                 "escalate_conditions")
@@ -162,19 +165,73 @@ def _load_agent(name: str, raw: Any, path: Path, base_policy: LoopPolicy, judge:
     agent_judge = _model_settings(agent.section("judge", known=_MODEL_KEYS), judge)
     agent_model = _model_settings(agent.section("model", known=_MODEL_KEYS), production)
     models = {}
+    templates = {}
+    style = JudgeStyle()
     for role, spec in specs.items():
+        if spec.kind not in MODEL_RUNNER_KINDS:
+            continue
+        own = Fields.of(path, spec.field).section(spec.options, known=_model_runner_options(spec.kind, role))
         if spec.kind == "prompt":
             prompts[role] = load_prompt(spec.base_dir / spec.target, source=f"{path}: {agent.sub(role)}")
-            base = agent_judge if role == "evaluator" else agent_model
-            models[role] = base
-            if "model" in spec.options:  # `producer: {prompt: x.md, model: openai/gpt-4.1-mini}`
-                own = Fields.of(path, spec.field).section(spec.options, known=("model",))
-                models[role] = replace(base, model=_model_name(own, "model", base.model))
+        else:
+            templates[role] = _template(own, spec, role)
+        if role == "evaluator":
+            style = _judge_style(own)
+        base = agent_judge if role == "evaluator" else agent_model
+        # `producer: {prompt: x.md, model: openai/gpt-4.1-mini}`
+        models[role] = replace(base, model=_model_name(own, "model", base.model)) if "model" in own else base
     return AgentConfig(
         name=name, rubric_path=_rubric_path(agent, path, rubrics_dir), producer=specs["producer"],
         evaluator=specs.get("evaluator"), reviser=specs.get("reviser"), policy=policy,
-        judge=models.get("evaluator", agent_judge), models=models, prompts=prompts,
+        judge=models.get("evaluator", agent_judge), models=models, prompts=prompts, templates=templates,
+        judge_style=style,
     )
+
+
+def _model_runner_options(kind: str, role: str) -> tuple[str, ...]:
+    """The options a prompt or template runner takes besides its file: the model, a template's slot names,
+    and for an evaluator how it commits to a verdict."""
+    return ("model",) + (("slots",) if kind == "template" else ()) + (
+        ("reasoning", "verdict") if role == "evaluator" else ())
+
+
+def _template(own: Section, spec: RunnerSpec, role: str) -> PromptTemplate:
+    """A template prompt: its file read whole (no required sections: it is used as written), and ``slots:``,
+    the names it uses mapped to the slots that fill them."""
+    file = spec.base_dir / spec.target
+    if not file.is_file():
+        raise own.error("template", f"no template file {file}", "fix the path; it is relative to agents.yaml")
+    names = own.section("slots", known=None, example="`slots: {completion: output, ideal: expected}`")
+    allowed = TEMPLATE_SLOTS[role]
+    mapped = {}
+    for name, ours in names.raw.items():
+        target = names.fields.string(ours, str(name), what="a slot name")
+        if target not in allowed and not target.startswith("inputs."):
+            hint = (" (a producer or reviser never sees the expected answer)" if target == "expected" else "")
+            raise names.error(str(name), f"{target!r} is not a slot a {role} template can use{hint}",
+                              f"map it to one of: {', '.join(allowed)}, or inputs.NAME")
+        mapped[str(name)] = target
+    template = PromptTemplate(path=file, text=read_text(file), names=mapped)
+    if role != "evaluator":
+        leaking = [name for name in slots_in(template.text) if template.slot_for(name) == "expected"]
+        if leaking:
+            raise own.error("template", f"{file.name} uses {{{leaking[0]}}}, the expected answer, in a {role}'s prompt",
+                            "a producer or reviser must not see the expected answer: remove the slot")
+    return template
+
+
+def _judge_style(own: Section) -> JudgeStyle:
+    """``reasoning: first`` (free text, then the structured verdict) or ``verdict: PATTERN`` (the verdict read
+    from the free text: one unnamed group for the one judged dimension, or a named group per dimension)."""
+    reasoning = own.choice("reasoning", ("first", "none"), "reasoning mode", "none")
+    verdict = own.fields.regex(own.raw["verdict"], "verdict") if "verdict" in own else None
+    if verdict is not None and verdict.groups == 0:
+        raise own.error("verdict", f"the pattern {verdict.pattern!r} has no group to read the verdict from",
+                        "put the verdict in a group, e.g. 'GRADE: ([A-E])' or '\\[\\[(\\d+)\\]\\]'")
+    if verdict is not None and reasoning == "first":
+        raise own.error("reasoning", "a verdict read from free text already comes after the reasoning",
+                        "keep `verdict:` alone, or `reasoning: first` alone for a structured verdict")
+    return JudgeStyle(reasoning_first=reasoning == "first", verdict=verdict)
 
 
 def _rubric_path(agent: Section, path: Path, rubrics_dir: Path) -> Path:

@@ -47,6 +47,7 @@ def evaluator_output(
         }
         dim_fields = dim_schema.get("properties")
         if dim_fields:
+            value.update(_on_the_dimensions_scale(schema, dim_fields, score))
             value = {k: v for k, v in value.items() if k in dim_fields}
             for key in dim_schema.get("required") or []:
                 if key not in value:
@@ -69,6 +70,21 @@ def evaluator_output(
             if key not in answer:
                 answer[key] = placeholder(schema, props.get(key) or {})
     return answer
+
+
+def _on_the_dimensions_scale(root: Mapping[str, Any], fields: Mapping[str, Any], score: float) -> dict[str, Any]:
+    """``score`` as a dimension with its own scale asks for it: the nearest rating of a ``rating`` range, the
+    nearest of a score's allowed levels, or a ``label`` (the first: the schema does not say what labels are
+    worth)."""
+    rating = _resolve(root, fields.get("rating") or {})
+    if "minimum" in rating and "maximum" in rating:
+        low, high = int(rating["minimum"]), int(rating["maximum"])
+        return {"rating": low + round(score * (high - low))}
+    levels = _resolve(root, fields.get("score") or {}).get("enum")
+    if levels:
+        return {"score": min(levels, key=lambda level: abs(float(level) - score))}
+    labels = _resolve(root, fields.get("label") or {}).get("enum")
+    return {"label": labels[0]} if labels else {}
 
 
 def _resolve(root: Mapping[str, Any], node: Mapping[str, Any]) -> Mapping[str, Any]:

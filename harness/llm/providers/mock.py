@@ -5,7 +5,8 @@ suite, a test of the harness or a user's own test can run whole and offline. Bui
 
 * ``mock/echo``: a text request is answered with the last user message; a request for JSON (a forced tool
   or an output schema) with a value the schema accepts. A judge's answer scores every dimension 1.0.
-* ``mock/score-X`` (``mock/score-0.4``): as ``echo``, but a judge's answer scores every dimension X.
+* ``mock/score-X`` (``mock/score-0.4``): as ``echo``, but a judge's answer scores every dimension X (on a
+  ``scale``, the nearest rating; with exhaustive levels, the nearest level; with ``choices``, the first label).
 
 Script a model of your own in a conftest.py or a plugin::
 
