@@ -273,25 +273,38 @@ class LlmJudge:
         self.client = client
         self.template = template
         self.style = style
-        self._prefixes: dict[tuple[str, str, str, tuple[str, ...]], str] = {}
+        self._prefixes: dict[tuple[str, str, tuple[str, ...]], str] = {}
+        self._examples: dict[tuple[str, str], list[str]] = {}
 
     def stable_prefix(self, rubric: Rubric, dimension_ids: list[str]) -> str:
         """Everything that is the same for every artifact: sent as a cached prompt prefix.
 
-        Built once per rubric (the examples are read from disk once, not on every evaluation).
+        Built once per rubric (the examples are read from disk once, not on every evaluation). A case's own copy
+        of the rubric (its criteria, its filled text) is built for each call and not kept: a dataset with a
+        criterion per row would otherwise keep a prefix per row.
         """
-        key = (str(rubric.path), rubric.version, rubric.variant, tuple(dimension_ids))
+        if rubric.variant:
+            return self._build_prefix(rubric, dimension_ids)
+        key = (str(rubric.path), rubric.version, tuple(dimension_ids))
         prefix = self._prefixes.get(key)
         if prefix is None:
             prefix = self._prefixes[key] = self._build_prefix(rubric, dimension_ids)
         return prefix
 
+    def _examples_text(self, rubric: Rubric) -> list[str]:
+        key = (str(rubric.path), rubric.version)
+        texts = self._examples.get(key)
+        if texts is None:
+            texts = self._examples[key] = [
+                f"# {title}: {p.name}\n{p.read_text(encoding='utf-8')}"
+                for title, paths in (("Gold example (scores at or above the threshold)", rubric.examples.gold),
+                                     ("Anti-pattern (scores below the threshold)", rubric.examples.anti_patterns))
+                for p in paths]
+        return texts
+
     def _build_prefix(self, rubric: Rubric, dimension_ids: list[str]) -> str:
         assert self.prompt is not None
-        parts = [self.prompt.text, rubric_as_text(rubric, dimension_ids)]
-        for title, paths in (("Gold example (scores at or above the threshold)", rubric.examples.gold),
-                             ("Anti-pattern (scores below the threshold)", rubric.examples.anti_patterns)):
-            parts.extend(f"# {title}: {p.name}\n{p.read_text(encoding='utf-8')}" for p in paths)
+        parts = [self.prompt.text, rubric_as_text(rubric, dimension_ids), *self._examples_text(rubric)]
         if self.style.verdict is not None:
             parts.append("Reason step by step, then give your verdict exactly in the form the evaluator prompt "
                          "asks for.")
