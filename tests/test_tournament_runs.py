@@ -103,6 +103,14 @@ def test_demo_from_a_fresh_clone(tmp_path: Path) -> None:
     assert set(branches(root)) == {"main", "archive/round_1_executor_2", "archive/round_1_executor_3",
                                    "archive/round_1_executor_4", "archive/round_2_executor_1"}
     merges = git(root, "log", "--merges", "--format=%s").splitlines()
+    if len(merges) == 2:
+        # round 2's docstring change can pass the first benchmark on a loaded machine (timings are noise); the
+        # re-benchmark at the merge commit must then catch it and revert the merge, and the report must say so
+        assert merges[0] == "harness: merge experiment/round_2_executor_1 (round_2_user_05_docstring)"
+        assert "the merge was reverted" in r2["reason"]
+        assert any(subject.startswith("harness: revert experiment/round_2_executor_1")
+                   for subject in git(root, "log", "--format=%s").splitlines())
+        merges = merges[1:]
     assert merges == ["harness: merge experiment/round_1_executor_1 (round_1_user_01_sieve)"]
     assert "sieve" in (root / "goals/demo_primes/program/primes.py").read_text()
     assert "LIMIT = 10_000" in (root / "goals/demo_primes/bench/benchmark.py").read_text()
