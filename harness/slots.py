@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 SLOT = re.compile(r"\{\{\s*([A-Za-z_]\w*(?:\.\w+)*)\s*\}\}|\{([A-Za-z_]\w*(?:\.\w+)*)\}")
@@ -111,19 +111,28 @@ def case_value(name: str, inputs: Mapping[str, Any], expected: Any) -> Any:
     return value_at_name(inputs, name[len("inputs."):] if name.startswith("inputs.") else name)
 
 
-def value_at_name(values: Mapping[str, Any], name: str) -> Any:
-    """The value a dotted name reaches in ``values`` (keys, or list indexes as digits); ``KeyError`` if none."""
-    head, *rest = name.split(".")
-    if head not in values:
-        raise KeyError(name)
-    value = values[head]
-    for part in rest:
+MISSING = object()
+"""What :func:`value_at` returns when nothing is at the path (``None`` is a value JSON can hold)."""
+
+
+def value_at(document: Any, path: Iterable[str]) -> Any:
+    """The value at a dotted path's parts (keys, or list indexes as digits), or ``MISSING``."""
+    value = document
+    for part in path:
         if isinstance(value, Mapping) and part in value:
             value = value[part]
         elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
             value = value[int(part)]
         else:
-            raise KeyError(name)
+            return MISSING
+    return value
+
+
+def value_at_name(values: Mapping[str, Any], name: str) -> Any:
+    """The value a dotted name reaches in ``values``; ``KeyError`` if none."""
+    value = value_at(values, name.split("."))
+    if value is MISSING:
+        raise KeyError(name)
     return value
 
 

@@ -3,26 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from harness.fields import Fields
+from harness.slots import MISSING, value_at  # one dotted-path reader, shared with the slots
 
-MISSING = object()
-"""What :func:`value_at` returns when nothing is at the path (``None`` is a value JSON can hold)."""
-
-
-def value_at(document: Any, path: Iterable[str]) -> Any:
-    """The value at a dotted path's parts (keys, or list indexes as digits), or ``MISSING``."""
-    value = document
-    for part in path:
-        if isinstance(value, Mapping) and part in value:
-            value = value[part]
-        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
-        else:
-            return MISSING
-    return value
+__all__ = ["MISSING", "dotted", "json_path", "parse_path", "path_option", "value_at"]
 
 
 def json_path(parts: Iterable[str | int], prefix: str = "") -> str:

@@ -22,6 +22,7 @@ import yaml
 
 from harness import slots
 from harness.errors import ExitCode, HarnessConfigError, HarnessError
+from harness.fileio import atomic_write_text
 
 __all__ = ["ImportInputError", "Plan", "dump_yaml", "identifier", "load_problems", "protect_literal_braces",
            "write_plan"]
@@ -184,8 +185,7 @@ def write_plan(plan: Plan, out: Path, *, force: bool = False) -> list[Path]:
         text = plan.files[rel]
         path = out / rel
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            atomic_write_text(path, text)  # whole or not at all, and a secret in the imported config redacted
         except OSError as exc:
             raise ImportTargetError(f"import: cannot write {path}: {exc.strerror or exc}") from None
         written.append(path)
