@@ -70,6 +70,7 @@ class AttemptResult:
     spend: Spend  # every model call of the attempt, per model
     exit_code: int
     error: str | None = None
+    commands: tuple[dict[str, Any], ...] = ()  # the attempt's command runs, as the records keep them
 
     @property
     def usage(self) -> Usage:
@@ -178,8 +179,9 @@ def run_loop(plan: CasePlan) -> LoopResult:
             outcome = _error_outcome(exc)
             reason = str(exc)
             spent = getattr(exc, "spend", None)
-            if spent:  # a failed call's earlier tries, an invalid answer's calls: billed all the same
-                outputs.append(RunnerOutput(spend=spent))
+            commands = getattr(exc, "commands", ())
+            if spent or commands:  # a failed call's earlier tries, an invalid answer's calls: billed all the same
+                outputs.append(RunnerOutput(spend=spent or Spend(), commands=commands))
             if isinstance(exc, CostCapReached) and plan.stop is not None:
                 plan.stop.set(str(exc), cause="cost_cap")
             result = _finish(plan, number, started, "escalated", outcome, None, reason, outputs,
@@ -289,6 +291,7 @@ def _finish(plan: CasePlan, number: int, started: float, status: RecordStatus, o
     for out in outputs:
         spend.merge(out.spend)
     usage = spend.usage
+    commands = [run.wire() for out in outputs for run in out.commands] or None
     if evaluation is not None:
         dims = {name: {"score": d.score, "weight": d.weight, "reason": d.reason, "source": d.source}
                 for name, d in evaluation.dimensions.items()}
@@ -312,12 +315,13 @@ def _finish(plan: CasePlan, number: int, started: float, status: RecordStatus, o
         output_tokens=usage.output_tokens, cache_write_tokens=usage.cache_write_tokens,
         cache_read_tokens=usage.cache_read_tokens, cost_usd=spend.known_cost_usd, dimensions=dims,
         samples=(evaluation.samples or None) if evaluation else None, cached_answers=spend.cached,
-        model_usage=spend.by_model() or None, cost_known=spend.cost_known,
+        model_usage=spend.by_model() or None, cost_known=spend.cost_known, commands=commands,
     )
     plan.events.emit(AttemptFinished(plan.nodeid, number, outcome, overall, spend, record, details,
                                      location=plan.location))
     return AttemptResult(attempt=number, record=record, outcome=outcome, evaluation=evaluation, spend=spend,
-                         exit_code=exit_code, error=reason if evaluation is None else None)
+                         exit_code=exit_code, error=reason if evaluation is None else None,
+                         commands=tuple(commands or ()))
 
 
 def _utc_today():

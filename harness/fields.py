@@ -9,6 +9,11 @@ here, so each kind of value is checked and worded once, and every mistake is one
 - :class:`Section` reads a mapping key by key: unknown keys are refused (with a did-you-mean), required
   keys must be present, and each getter (``text``, ``number``, ``integer``, ...) applies its default, then
   the validator of :class:`Fields`.
+
+A place also knows what its file may reach: the folders the files it names must lie in (:func:`inside`, the
+project and ini harness_input_dirs), and whether it is the project's own configuration (a rubric, agents.yaml,
+which may name any code) or data (a case's additions, a dataset row, which may name code only from the modules
+ini harness_data_modules lists).
 """
 
 from __future__ import annotations
@@ -42,6 +47,12 @@ def shown(value: Any) -> str:
     return "nothing" if value is None else one_line(repr(value), SHOWN_LIMIT)
 
 
+def inside(target: Path, roots: Sequence[Path]) -> bool:
+    """``target`` (symbolic links resolved) lies under one of ``roots``."""
+    resolved = target.resolve()
+    return any(resolved.is_relative_to(root.resolve()) for root in roots)
+
+
 def is_number(value: Any) -> bool:
     """A finite int or float; YAML's true and false are ints to Python, never numbers to a user."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
@@ -63,12 +74,21 @@ class Fields:
     """Where relative file paths resolve from (the file's folder)."""
     import_root: Path
     """Where ``module:function`` callables are imported from (the project root)."""
+    roots: tuple[Path, ...] = ()
+    """The folders a file named here must lie in, symbolic links resolved: the project and the folders of ini
+    harness_input_dirs. None given: the import root."""
+    data_modules: tuple[str, ...] | None = None
+    """``None`` in the project's own configuration (a rubric, agents.yaml), which may name any code. In data (a
+    case's ``checks:``, a dataset row) the modules of ini harness_data_modules, the only ones (with their
+    submodules) whose code it may name: data fills slots, it never chooses code."""
 
     @classmethod
-    def of(cls, path: Path | str, field: str = "", *, import_root: Path | None = None) -> Fields:
+    def of(cls, path: Path | str, field: str = "", *, import_root: Path | None = None, roots: Sequence[Path] = (),
+           data_modules: Sequence[str] | None = None) -> Fields:
         """The place ``field`` in the file ``path``; relative paths resolve from the file's folder."""
         path = Path(path)
-        return cls(path, field, path.parent, import_root or path.parent)
+        return cls(path, field, path.parent, import_root or path.parent, tuple(roots),
+                   None if data_modules is None else tuple(data_modules))
 
     # ------------------------------------------------------------------------------------ places and errors
 
@@ -187,6 +207,25 @@ class Fields:
         if not isinstance(raw, str) or parse_version(raw) is None:
             raise self.error(key, f"{raw!r} is not a semantic version", "write MAJOR.MINOR.PATCH, such as 1.0.0")
         return raw
+
+    def project_path(self, raw: Any, key: str | None, *, example: str = "a path relative to this file") -> Path:
+        """The path ``raw`` names, relative to ``base_dir``, symbolic links resolved: refused unless it lies inside
+        the project (``roots``), so no file can send ``/etc/passwd`` to a model or into the records. Whether
+        the file exists is the caller's to say, in its own words."""
+        if isinstance(raw, bool) or not isinstance(raw, (str, int, float)) or not str(raw).strip() \
+                or "\0" in str(raw):
+            raise self.expected(key, "a file path", raw, f"write {example}")
+        roots = self.roots or (self.import_root,)
+        try:
+            target = (self.base_dir / str(raw)).resolve()
+            within = inside(target, roots)
+        except (OSError, RuntimeError) as exc:  # a loop of symbolic links
+            raise self.error(key, f"cannot resolve {raw}: {exc}", "point it at a file, not a loop of links") from None
+        if not within:
+            allowed = " or ".join(str(root) for root in roots)
+            raise self.error(key, f"{raw} is outside the project: a file named here must be under {allowed}",
+                             "move the file into the project, or list its folder in ini harness_input_dirs")
+        return target
 
     def regex(self, raw: Any, key: str | None, flags: int = 0) -> re.Pattern[str]:
         """A user's regular expression, compiled, refused when it can backtrack without bound."""

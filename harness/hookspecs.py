@@ -67,8 +67,11 @@ def pytest_harness_check_kinds() -> Mapping[str, CheckParser]:
     validates options with one-line errors (``fields.mapping``, ``fields.integer``, ``fields.string_list``,
     ``fields.regex``, ... and ``fields.error(key, problem, fix)`` to raise your own). The check it returns
     has ``kind`` and ``run(artifact: str, context: CheckContext) -> CheckResult``, and is frozen: one check
-    runs on many threads at once. A name that is already a kind (built-in or another plugin's) is refused
-    when the rubrics are collected::
+    runs on many threads at once. A parser that reads a file its options name resolves it with
+    ``fields.project_path(raw, key)`` (inside the project, symbolic links followed). ``fields.data_modules`` is
+    set when the options come from data (a case's ``checks:``, a dataset row): a kind that imports code named
+    in its options must refuse modules outside it. A name that is already a kind (built-in or another
+    plugin's) is refused when the rubrics are collected::
 
         from dataclasses import dataclass
 
@@ -102,7 +105,9 @@ def pytest_harness_providers() -> Mapping[str, Any]:
     :class:`harness.llm.providers.Provider`, whose ``send(request, *, batch=False)`` turns a neutral
     :class:`harness.llm.ModelRequest` into a :class:`harness.llm.ModelReply`. Wrap each HTTP attempt in
     ``policy.http_attempt(...)`` so the session's concurrency bound and rate limits hold; the response cache,
-    prices and the cost cap are applied around ``send`` for you. A name already taken is refused::
+    prices and the cost cap are applied around ``send`` for you, and ``send`` runs under the deadline of
+    ``settings.timeout_s`` (the whole call, retries included); what it raises other than a ``ModelCallError`` is
+    one redacted line. A name already taken is refused::
 
         from harness.llm import ModelReply, Usage
         from harness.llm.providers import Provider

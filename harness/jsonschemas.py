@@ -81,13 +81,19 @@ def error_lines(found: Iterable[jsonschema.ValidationError]) -> list[str]:
     return [error_line(e) for e in ordered]
 
 
-def error_line(error: jsonschema.ValidationError) -> str:
-    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
+def error_line(error: jsonschema.ValidationError, prefix: str = "") -> str:
+    """One error in the harness's words (``prefix`` goes before its path: the list item a check looked at).
+    The library's own message is the last resort, for the keywords this does not word."""
+    where = prefix
+    for part in error.absolute_path:
+        where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))
     value, expected, kind = error.instance, error.validator_value, error.validator
     shown = _shown(value)
-    if kind == "required":
-        missing = error.message.rsplit(" is a required property", 1)[0].strip("'\"")
-        return f"{where + '.' if where else ''}{missing}: missing"
+    if kind == "required" and isinstance(value, dict):
+        missing = [str(name) for name in expected if name not in value]
+        # one error per missing field: the one this error names (its message quotes it), else the first
+        name = next((m for m in missing if repr(m) in error.message), missing[0] if missing else "?")
+        return f"{where + '.' if where else ''}{name}: missing"
     if kind == "additionalProperties" and isinstance(value, dict):
         allowed = set((error.schema.get("properties") or {}))
         extra = sorted(str(k) for k in value if k not in allowed)
@@ -102,11 +108,28 @@ def error_line(error: jsonschema.ValidationError) -> str:
         return f"{where}: {shown} is below the minimum {expected}" + (" (exclusive)" if kind[0] == "e" else "")
     if kind == "enum":
         return f"{where}: {shown} is not one of {', '.join(_shown(v) for v in expected)}"
+    if kind == "const":
+        return f"{where}: {shown} is not {_shown(expected)}"
+    if kind == "format":
+        return f"{where}: {shown} is not a valid {expected}"
+    if kind == "pattern":
+        return f"{where}: {shown} does not match the pattern {expected!r}"
     if kind == "maxLength" and isinstance(value, str):
         return f"{where}: {len(value):,} characters, more than the maximum {expected:,}"
     if kind == "minLength" and isinstance(value, str):
         return f"{where}: " + ("empty" if not value else f"{len(value)} characters, fewer than the minimum {expected}")
+    if kind == "maxItems" and isinstance(value, list):
+        return f"{where}: " + (f"{_items(len(value))}, expected none" if expected == 0 else
+                               f"{_items(len(value))}, more than the maximum {expected}")
+    if kind == "minItems" and isinstance(value, list):
+        return f"{where}: " + ("empty" if not value else f"{_items(len(value))}, fewer than the minimum {expected}")
+    if kind == "uniqueItems" and isinstance(value, list):
+        return f"{where}: items repeat, where each must be different"
     return f"{where}: {' '.join(error.message.split())[:300]}"
+
+
+def _items(count: int) -> str:
+    return f"{count} item{'s' * (count != 1)}"
 
 
 _TYPE_WORDS = {"number": "a number", "integer": "a whole number", "string": "text", "boolean": "true or false",

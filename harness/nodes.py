@@ -46,7 +46,8 @@ class CalibrationFailed(Exception):
 
 def load_rubric_once(hs: HarnessSession, path: Path) -> Rubric:
     return hs.cached("rubric", path, lambda: load_rubric(path, import_root=hs.import_root,
-                                                         check_kinds=check_kinds(hs.config)))
+                                                         check_kinds=check_kinds(hs.config),
+                                                         input_roots=hs.input_roots))
 
 
 def check_kinds(config: pytest.Config) -> Mapping[str, CheckParser]:
@@ -171,7 +172,8 @@ def _calibration_judge(config: pytest.Config, hs: HarnessSession, rubric: Rubric
     if not suite_path.is_file():
         return None
     suite = hs.cached("suite", suite_path, lambda: load_suite(suite_path, rubrics_dir=hs.rubrics_dir,
-                                                              runner_kinds=runner_kinds(config)))
+                                                              runner_kinds=runner_kinds(config),
+                                                              input_roots=hs.input_roots))
     for agent in suite.agents.values():
         if agent.rubric_path == rubric.path.resolve() and agent.evaluator is not None:
             return config.hook.pytest_harness_make_runner(spec=agent.evaluator, role="evaluator", agent=agent,
@@ -223,14 +225,18 @@ class CaseFile(pytest.File):
                 raise HarnessConfigError(self.path, None, f"no {AGENTS_FILE} in this folder or above it",
                                          f"create {AGENTS_FILE} next to the suites (see README)")
             suite = hs.cached("suite", agents_path, lambda: load_suite(
-                agents_path, rubrics_dir=hs.rubrics_dir, runner_kinds=runner_kinds(self.config)))
+                agents_path, rubrics_dir=hs.rubrics_dir, runner_kinds=runner_kinds(self.config),
+                input_roots=hs.input_roots))
             cases = load_cases(self.path, agents=suite.agents, input_roots=hs.input_roots,
-                               import_root=hs.import_root, check_kinds=check_kinds(self.config))
+                               import_root=hs.import_root, check_kinds=check_kinds(self.config),
+                               data_modules=hs.data_modules)
             prepared = {name: self._prepare(hs, suite.agents[name]) for name in dict.fromkeys(c.agent for c in cases)}
             # each case's rubric (its own criteria and checks, its slots filled), every slot checked before a call
             rubrics = [prepared[case.agent][0].rubric_for(case) for case in cases]
         except HarnessConfigError as exc:
             raise self.CollectError(exc.message(self.config.rootpath)) from None
+        except HarnessError as exc:  # e.g. a plugin's model provider that cannot be set up: one line too
+            raise self.CollectError(str(exc)) from None
         for case, rubric in zip(cases, rubrics):
             agent = suite.agents[case.agent]
             yield CaseItem.from_parent(self, name=case.id, case=case, agent=agent, rubric=rubric,
@@ -342,6 +348,12 @@ class CaseItem(HarnessItem):
         if evaluation is not None and evaluation.samples:
             self.user_properties.extend([("harness_samples", json.dumps(evaluation.samples)),
                                          ("harness_unstable", evaluation.unstable)])
+        if result.outcome == "indeterminate" and result.escalation_reason:  # the summary says why (which key...)
+            self.user_properties.append(("harness_unscored", result.escalation_reason))
+        unconfined = sorted({f"{self.agent.name}.{run['role']}" for attempt in result.attempts
+                             for run in attempt.commands if not run["confined"]})
+        if unconfined:  # the summary names them once
+            self.user_properties.append(("harness_unconfined", ",".join(unconfined)))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:
         if isinstance(excinfo.value, CaseFailed):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,8 @@ def add_options(parser: pytest.Parser) -> None:
                     type=_positive,
                     help=f"cases (and model calls) in flight at once (default: ini harness_concurrency, "
                          f"else {DEFAULT_CONCURRENCY})")
-    add_option(group, "--harness-cache", dest="harness_cache", metavar="MODE", default=None, choices=CACHE_MODES,
+    add_option(group, "--harness-cache", dest="harness_cache", metavar="MODE", default=None,
+                    type=choice(*CACHE_MODES),
                     help="response cache in the work folder: auto (read and write at temperature 0; default), "
                          "off, read, write or refresh")
     add_option(group, "--harness-batch", dest="harness_batch", action="store_true", default=None,
@@ -73,6 +75,12 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("harness_work_dir", "work folder for records (default: WORK)", default="WORK")
     parser.addini("harness_input_dirs", "folders outside the project that case input files may come from, one a "
                   "line (default: none; inside the project only)", type="linelist", default=[])
+    parser.addini("harness_data_modules", "modules (and their submodules) whose functions case files and dataset "
+                  "rows may name in their checks and transforms, one a line (default: none; only rubrics name "
+                  "code)", type="linelist", default=[])
+    parser.addini("harness_unconfined", "command producers, revisers and evaluators that run without the sandbox, "
+                  "one a line: agent.role or agent (default: none; every command runs confined)", type="linelist",
+                  default=[])
     parser.addini("harness_rubrics_dir", "folder of rubric files (default: rubrics)", default="rubrics")
     parser.addini("harness_suite", "agents.yaml used to calibrate judged rubrics (default: suites/agents.yaml)",
                   default="suites/agents.yaml")
@@ -127,9 +135,12 @@ def _work_dir(config: pytest.Config, root: Path) -> Path:
         problem = "is a file" if existing == work else f"cannot be made: {existing} is a file"
         raise pytest.UsageError(f"{name} {work}: {problem}, not a folder (fix: give a folder for the records; "
                                 "it is created when missing)")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        where = "" if existing == work else f" ({existing} is not writable)"
-        raise pytest.UsageError(f"{name} {work}: cannot write there{where} (fix: give a folder you can write to)")
+    try:  # a folder made and removed at once: permission bits do not tell (root, /proc, a read-only mount)
+        os.rmdir(tempfile.mkdtemp(prefix=".harness-probe-", dir=existing))
+    except OSError as exc:
+        where = f" ({exc.strerror or exc})" if existing == work else f" ({existing}: {exc.strerror or exc})"
+        raise pytest.UsageError(f"{name} {work}: cannot write there{where} (fix: give a folder you can write to)"
+                                ) from None
     return work
 
 
@@ -157,12 +168,37 @@ def _input_roots(config: pytest.Config, root: Path) -> tuple[Path, ...]:
     return tuple(roots)
 
 
+def _data_modules(config: pytest.Config) -> tuple[str, ...]:
+    """ini harness_data_modules: dotted module names, the only code data (a case, a dataset row) may name."""
+    modules = []
+    for entry in config.getini("harness_data_modules"):
+        if not all(part.isidentifier() for part in entry.split(".")):
+            raise pytest.UsageError(f"ini harness_data_modules: {entry!r} is not a module name (fix: list dotted "
+                                    "module names such as my_checks or my_project.checks, one a line)")
+        modules.append(entry)
+    return tuple(modules)
+
+
+def _unconfined(config: pytest.Config) -> tuple[str, ...]:
+    """ini harness_unconfined: the runners (``agent.role``, or ``agent`` for all its roles) the user lets run
+    without the sandbox."""
+    names = []
+    for entry in config.getini("harness_unconfined"):
+        agent, dot, role = entry.partition(".")
+        if not agent.strip() or (dot and role not in ("producer", "reviser", "evaluator")):
+            raise pytest.UsageError(f"ini harness_unconfined: {entry!r} is not a runner (fix: list agent.producer, "
+                                    "agent.reviser, agent.evaluator or an agent's name, one a line)")
+        names.append(entry)
+    return tuple(names)
+
+
 def read_settings(config: pytest.Config) -> dict:
     """Every harness option, from the command line or its ini twin; parsed once, in pytest_configure."""
     root = Path(config.rootpath)
     return dict(
         work_dir=_work_dir(config, root), rubrics_dir=rubrics_dir(config).resolve(), import_root=root,
-        input_roots=_input_roots(config, root),
+        input_roots=_input_roots(config, root), data_modules=_data_modules(config),
+        unconfined_runners=_unconfined(config),
         indeterminate=_setting(config, "harness_indeterminate", _indeterminate),
         concurrency=_setting(config, "harness_concurrency", _positive) or DEFAULT_CONCURRENCY,
         judge_samples=_setting(config, "harness_judge_samples", _positive) or 1,

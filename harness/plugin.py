@@ -181,12 +181,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
         from harness.redaction import Redactor, redact_json
 
         redact = Redactor()
-        if isinstance(report.longrepr, str):
-            report.longrepr = redact(report.longrepr)
-        elif isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
-            path, line, reason = report.longrepr
-            report.longrepr = (path, line, redact(reason))
-        report.sections = [(title, redact(text)) for title, text in report.sections]
+        _redact_failure_text(report, redact)
         done = item.stash.get(PROPERTIES_REDACTED, 0)
         if len(item.user_properties) > done:
             # the item's own list, each entry once: the reports after this one copy it already clean
@@ -197,6 +192,28 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
         if hasattr(report, "wasxfail"):
             report.wasxfail = redact(report.wasxfail)
     return report
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_make_collect_report(collector: pytest.Collector):  # type: ignore[no-untyped-def]
+    """A collection error's text (a conftest's traceback, a plugin's exception) goes through the redaction
+    filter too, on its way to the terminal and the JUnit XML."""
+    report = yield
+    if enabled(collector.config) and (report.longrepr or report.sections):
+        from harness.redaction import Redactor
+
+        _redact_failure_text(report, Redactor())
+    return report
+
+
+def _redact_failure_text(report: pytest.TestReport | pytest.CollectReport, redact) -> None:  # noqa: ANN001
+    """The failure text of a report, whatever its shape (a line of ours, a skip's location and reason, or
+    pytest's traceback with its source lines, locals and crash line), and its captured output, redacted."""
+    from harness.redaction import redact_objects
+
+    if report.longrepr is not None:
+        report.longrepr = redact_objects(report.longrepr, redact)
+    report.sections = [(title, redact(text)) for title, text in report.sections]
 
 
 def _record_verdict(item: pytest.Item, report: pytest.TestReport) -> None:
@@ -280,8 +297,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         if hint:
             terminalreporter.write_line(hint, yellow=True)
         return
-    from harness.report_text import (not_run_by_cost_cap, properties_of, summary_lines, tally, unpriced_models,
-                                     verdict_word)
+    from harness.report_text import (not_run_by_cost_cap, properties_of, summary_lines, tally, unconfined_line,
+                                     unpriced_models, verdict_word)
 
     reports = [r for key in ("passed", "failed", "skipped", "xfailed", "xpassed", "error")
                for r in terminalreporter.stats.get(key, []) if getattr(r, "when", "call") == "call"]
@@ -301,6 +318,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         from harness.llm.prices import missing_price_line
 
         terminalreporter.write_line(missing_price_line(model), yellow=True)
+    unconfined = unconfined_line(properties_of(r) for r in reports)
+    if unconfined:
+        terminalreporter.write_line(unconfined, yellow=True)
     if config.stash.get(ACTIVE, False):
         from harness.session import harness_session
 

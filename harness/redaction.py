@@ -3,7 +3,8 @@
 Secrets are (a) the values of environment variables whose names look like credentials and (b) text in
 the shape of well-known keys, wherever it came from. :func:`redact` turns each into
 ``[REDACTED:<VARIABLE>]`` or ``[REDACTED:<kind>-key]``. Every writer of records, reports, traces and
-terminal lines calls it (docs/design.md, "Secrets").
+terminal lines calls it (docs/design.md, "Secrets"), and pytest's own reports (a traceback, its locals, its
+crash line) pass through :func:`redact_objects` on their way to the terminal and the JUnit XML.
 
 A value shorter than :data:`MIN_SECRET_LENGTH` characters is not redacted by value: ``DEBUG_TOKEN=1``
 would otherwise turn every "1" of every record into a redaction mark. Key shapes are long anyway.
@@ -14,6 +15,7 @@ names the configuration declares, never the whole environment.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -173,6 +175,38 @@ def _walk(value: Any, apply: Redactor) -> Any:
         return {_walk(k, apply): _walk(v, apply) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(_walk(v, apply) for v in value)
+    return value
+
+
+def redact_objects(value: Any, apply: Redactor | None = None) -> Any:
+    """``value`` with every string inside it redacted, dataclasses and lists changed in place (pytest's
+    failure reports, their traceback entries and crash lines, are dataclasses of strings); other values
+    unchanged. Returns the redacted value (a new one for a string or tuple)."""
+    apply = apply or Redactor()
+    return _redact_object(value, apply, set())
+
+
+def _redact_object(value: Any, apply: Redactor, seen: set[int]) -> Any:
+    if isinstance(value, str):
+        return apply(value)
+    if id(value) in seen:
+        return value
+    if isinstance(value, list):
+        seen.add(id(value))
+        value[:] = [_redact_object(item, apply, seen) for item in value]
+    elif type(value) is tuple:
+        return tuple(_redact_object(item, apply, seen) for item in value)
+    elif isinstance(value, dict):
+        seen.add(id(value))
+        for key, item in list(value.items()):
+            value[key] = _redact_object(item, apply, seen)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        seen.add(id(value))
+        for field in dataclasses.fields(value):
+            item = getattr(value, field.name, None)
+            clean = _redact_object(item, apply, seen)
+            if clean is not item:
+                object.__setattr__(value, field.name, clean)
     return value
 
 

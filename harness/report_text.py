@@ -85,6 +85,7 @@ class RubricTally:
     unstable: list[str] = field(default_factory=list)
     spreads: list[float] = field(default_factory=list)
     cached_answers: int = 0
+    unscored_because: Counter[str] = field(default_factory=Counter)  # why items were not scored, how often
     # per dimension with a scale or choices: how often the judge gave each rating or label
     answers: dict[str, Counter[str | int]] = field(default_factory=dict)
 
@@ -105,6 +106,8 @@ class RubricTally:
         self.output_tokens += int(props.get("harness_output_tokens") or 0)
         self.cost_usd += float(props.get("harness_cost_usd") or 0.0)
         self.cached_answers += int(props.get("harness_cached_answers") or 0)
+        if outcome == "indeterminate" and props.get("harness_unscored"):
+            self.unscored_because[str(props["harness_unscored"]).removeprefix("not scored (indeterminate): ")] += 1
         samples = props.get("harness_samples")
         if samples:
             values = json.loads(samples) if isinstance(samples, str) else samples
@@ -152,8 +155,12 @@ def summary_lines(tallies: dict[str, RubricTally]) -> list[str]:
               for r in rows]
     notes = []
     for name, t in tallies.items():
-        if t.indeterminate:
-            notes.append(f"{name}: {t.indeterminate} not scored (indeterminate) - set ANTHROPIC_API_KEY to judge them")
+        if t.indeterminate:  # why, in the words of the cause: a missing key names its provider's own variable
+            because = t.unscored_because.most_common()
+            why = f": {because[0][0]}" if because else ""
+            others = len(because) - 1
+            notes.append(f"{name}: {t.indeterminate} not scored (indeterminate){why}"
+                         + (f" (and {others} other reason{'s' * (others != 1)}: see the items)" if others > 0 else ""))
         if t.escalated:
             notes.append(f"{name}: {t.escalated} escalated to a human")
         if t.errors:
@@ -222,3 +229,15 @@ def unpriced_models(properties: Iterable[Mapping[str, Any]]) -> list[str]:
             continue
         found |= {model for model, spent in per_model.items() if spent.get("cost_usd") is None}
     return sorted(found)
+
+
+def unconfined_line(properties: Iterable[Mapping[str, Any]]) -> str | None:
+    """The one line naming the commands that ran without the sandbox (ini harness_unconfined), with their items."""
+    items: dict[str, int] = {}
+    for props in properties:
+        for name in filter(None, str(props.get("harness_unconfined") or "").split(",")):
+            items[name] = items.get(name, 0) + 1
+    if not items:
+        return None
+    named = ", ".join(f"{name} ({n} item{'s' * (n != 1)})" for name, n in sorted(items.items()))
+    return f"ran without the sandbox (ini harness_unconfined): {named}"

@@ -11,10 +11,10 @@ An evaluator answers with EvaluatorOutput JSON (seed 000 section 2), which the j
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
-import subprocess
 import sys
 import sysconfig
 import traceback
@@ -30,6 +30,7 @@ from harness.llm import Message, ModelClient
 from harness.loading.suites import BUILTIN_RUNNER_KINDS
 from harness.models import AgentConfig, PromptTemplate, RunnerSpec
 from harness.redaction import child_environment
+from harness.sandbox import Confinement, Finished, Limits, Sandbox, sandbox, unconfined
 from harness.requests import AgentRequest, JudgeRequest, render_template
 from harness.usage import Spend
 
@@ -43,6 +44,7 @@ class RunnerOutput:
     data: dict[str, Any] | None = None  # an evaluator's EvaluatorOutput
     # the model calls behind this output, per model (answers the response cache replayed count no tokens, $0)
     spend: Spend = field(default_factory=Spend)
+    commands: tuple[CommandRun, ...] = ()  # the commands run to make it
 
 
 Request = AgentRequest | JudgeRequest
@@ -109,40 +111,101 @@ def user_frames(exc: BaseException, root: Path, limit: int = 8) -> str:
 
 # --- command -----------------------------------------------------------------------------------
 
+# What a command may print: an artifact larger than this is cut, and a cut artifact is an error, never scored.
+COMMAND_OUTPUT_KB = 8192
+
+
+@dataclass(frozen=True)
+class CommandRun:
+    """What the records keep of one command run (``attempt_details.commands``)."""
+
+    role: str
+    confined: bool
+    network: bool
+    exit_code: int | None
+    seconds: float
+    limits_hit: tuple[str, ...] = ()
+    leftovers: int = 0  # processes still running when it ended, stopped
+
+    def wire(self) -> dict[str, Any]:
+        return {"role": self.role, "confined": self.confined, "network": self.network, "exit_code": self.exit_code,
+                "seconds": round(self.seconds, 3), "limits_hit": list(self.limits_hit), "leftovers": self.leftovers}
+
 
 class CommandRunner:
-    """A shell command: the request as JSON on stdin, the artifact (or JSON) on stdout."""
+    """A shell command: the request as JSON on stdin, the artifact (or JSON) on stdout.
 
-    def __init__(self, spec: RunnerSpec, role: str, cwd: Path):
+    It runs in the sandbox (:mod:`harness.sandbox`): the project read-only (the work folder out of sight), its
+    ``read`` and ``write`` folders, a private ``/tmp`` and ``$HOME``, no network unless ``network: true``, the
+    allowlisted environment plus its ``env`` names, its time and memory bounds; nothing it starts outlives it.
+    Where no sandbox can be made it is refused, unless the project's ini ``harness_unconfined`` names it.
+    """
+
+    def __init__(self, spec: RunnerSpec, role: str, agent: str, project: Path, work_dir: Path,
+                 unconfined_names: tuple[str, ...] = ()):
         self.role = role
+        self.name = f"{agent}.{role}"
         self.command = _own_python(spec.target)
-        self.cwd = cwd
-        self.timeout_s = float(spec.options.get("timeout_s", DEFAULT_COMMAND_TIMEOUT_S))
-        self.env_names = tuple(spec.options.get("env", ()))
+        self.project = project
+        self.work_dir = work_dir
+        options = spec.options
+        self.timeout_s = float(options.get("timeout_s", DEFAULT_COMMAND_TIMEOUT_S))
+        self.env_names = tuple(options.get("env", ()))
+        self.network = bool(options.get("network", False))
+        # like the command itself, which runs in the project root
+        self.read = tuple((project / os.path.expanduser(p)).resolve() for p in options.get("read", ()))
+        self.write = tuple((project / os.path.expanduser(p)).resolve() for p in options.get("write", ()))
+        self.memory_mb = int(options.get("memory_mb", Limits.memory_mb))
+        self.unconfined = self.name in unconfined_names or agent in unconfined_names
+
+    def engine(self) -> Sandbox:
+        if self.unconfined:
+            return unconfined(f"ini harness_unconfined names {self.name}")
+        return sandbox()
 
     def run(self, request: Request) -> RunnerOutput:
+        box = self.engine()
+        if not box.available and not self.unconfined:
+            raise AgentRunError(f"{self.role} command refused: no sandbox can be made here ({box.reason}); commands "
+                                f"run confined or not at all (fix: install bubblewrap, or list {self.name} in ini "
+                                "harness_unconfined to run it without the sandbox)", ExitCode.NO_PERMISSION)
         # the allowlist plus what the runner's env: declares, read now: never the API keys of the session
-        env = child_environment(self.env_names)
+        confinement = Confinement(workdir=self.project, workdir_writable=False, env=child_environment(self.env_names),
+                                  hidden=(self.work_dir,), read_only=self.read, writable=self.write,
+                                  network=self.network)
+        limits = Limits(timeout_s=self.timeout_s, memory_mb=self.memory_mb, output_kb=COMMAND_OUTPUT_KB)
+        done = box.run(["/bin/sh", "-c", self.command], confinement, limits, stdin=json.dumps(request.wire()))
+        record = CommandRun(self.role, box.available, self.network and box.available, done.exit_code,
+                            done.wall_ms / 1000.0, done.limits_hit, done.leftovers)
         try:
-            done = subprocess.run(self.command, shell=True, cwd=self.cwd, input=json.dumps(request.wire()), env=env,
-                                  capture_output=True, text=True, timeout=self.timeout_s, check=False)
-        except subprocess.TimeoutExpired:
+            return self._answer(done, limits, record)
+        except AgentRunError as exc:
+            exc.commands = (record,)
+            raise
+
+    def _answer(self, done: Finished, limits: Limits, record: CommandRun) -> RunnerOutput:
+        if done.timed_out:
             raise AgentRunError(f"{self.role} command timed out after {self.timeout_s:g}s: {self.command}",
-                                ExitCode.TIMEOUT) from None
-        if done.returncode != 0:
+                                ExitCode.TIMEOUT)
+        problem = done.limit_problem(limits)
+        if problem:
+            raise AgentRunError(f"{self.role} command stopped: it {problem}: {self.command}",
+                                ExitCode.GENERAL_FAILURE)
+        if done.exit_code != 0:
             tail = (done.stderr.strip().splitlines() or ["(no stderr)"])[-1]
-            code = ExitCode(done.returncode) if done.returncode in (126, 127) else ExitCode.GENERAL_FAILURE
-            raise AgentRunError(f"{self.role} command exited {done.returncode}: {self.command}: {tail}", code)
+            code = ExitCode(done.exit_code) if done.exit_code in (126, 127) else ExitCode.GENERAL_FAILURE
+            raise AgentRunError(f"{self.role} command exited {done.exit_code}: {self.command}: {tail}", code)
         out = done.stdout
         stripped = out.strip()
         if stripped.startswith("{"):
             try:
-                return output_from_answer(json.loads(stripped), self.role, self.command)
+                answer = output_from_answer(json.loads(stripped), self.role, self.command)
+                return dataclasses.replace(answer, commands=(record,))
             except json.JSONDecodeError:
                 pass
         if self.role == "evaluator":
             raise AgentRunError(f"evaluator command printed no JSON: {self.command}", ExitCode.VALIDATION_FAILED)
-        return RunnerOutput(text=out)
+        return RunnerOutput(text=out, commands=(record,))
 
 
 def _own_python(command: str) -> str:
@@ -209,7 +272,8 @@ def pytest_harness_make_runner(spec: RunnerSpec, role: str, agent: AgentConfig,
     if spec.kind == "python":
         return PythonRunner(spec, role, session.import_root)
     if spec.kind == "command":
-        return CommandRunner(spec, role, session.import_root)
+        return CommandRunner(spec, role, agent.name, session.import_root, session.work_dir,
+                             session.unconfined_runners)
     if spec.kind in ("prompt", "template"):
         client = session.model_client(session.model_for(agent, role))
         if not config.option.collectonly:

@@ -41,6 +41,8 @@ class HarnessSession:
     rate_limits: dict[str, int | None] = field(default_factory=dict)
     prices_path: Path | None = None
     input_roots: tuple[Path, ...] = ()  # where case input files may come from (the rootdir, harness_input_dirs)
+    data_modules: tuple[str, ...] = ()  # the only modules case files and dataset rows may name code from
+    unconfined_runners: tuple[str, ...] = ()  # ini harness_unconfined: agent.role (or agent) run without the sandbox
     judge_model: str | None = None  # --harness-judge-model: every judge on this model instead
     progress_interval_s: float = 10.0
     spent_usd: float = 0.0

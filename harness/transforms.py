@@ -6,7 +6,9 @@ A rubric (or one dimension) may declare::
     transform: {json_path: answer.text}    # the artifact's JSON (or its ```json block), the value there as text
 
 :func:`parse_transform` reads the option once, when the rubric loads (an import that fails, a function that
-cannot take one argument, a malformed path: a HarnessConfigError naming the file and field).
+cannot take one argument, a malformed path: a HarnessConfigError naming the file and field). A transform that
+data writes (on a check a case or a dataset row adds) may name a function only from the modules of ini
+harness_data_modules.
 :meth:`Transform.apply` rewrites one artifact; when it cannot (the function raised, the artifact holds no
 JSON, nothing is at the path) it raises :class:`TransformError`, one line naming the file, the field and what
 went wrong. A transform is frozen and may run on many threads at once.
@@ -19,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.checks import MISSING, import_callable, value_at
-from harness.checks.python import call_problem
+from harness.checks import MISSING, value_at
+from harness.checks.python import call_problem, callable_at
 from harness.checks.json_schema import NotJson, artifact_json
 from harness.checks.paths import dotted, path_option
 from harness.errors import ExitCode, HarnessConfigError
@@ -102,7 +104,7 @@ def parse_transform(raw: Any, fields: Fields) -> Transform:
     """The ``transform:`` option at ``fields`` (its file and field): ``module:function`` or
     ``{json_path: PATH}``. Raises HarnessConfigError for every mistake."""
     if isinstance(raw, str):
-        function = import_callable(raw, path=fields.path, field=fields.field, import_root=fields.import_root)
+        function = callable_at(raw, fields, what="transform")  # in data, only from ini harness_data_modules
         problem = call_problem(function, "artifact")
         if problem:
             raise fields.error(None, f"{raw} cannot be called with the artifact alone: {problem}",

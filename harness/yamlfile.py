@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
@@ -97,20 +97,42 @@ def parse_yaml(text: str, path: Path) -> Any:
         _check_nesting(text, path)
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
-    except RecursionError:
+    except (RecursionError, yaml.YAMLError) as exc:
+        _explain(exc, text, path)
+    if "&" in text:  # only anchors make aliases
+        _check_expansion(data, path)
+    return data
+
+
+# Characters YAML does not allow in a file (YAML 1.1's printable set, which libyaml reads): C0 controls but tab,
+# line feed and carriage return; DEL; C1 controls but NEL; the surrogates; U+FFFE and U+FFFF.
+_NOT_PRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def _explain(exc: RecursionError | yaml.YAMLError, text: str, path: Path) -> NoReturn:
+    """A file that failed to load, as one line. What the harness can tell by itself (a structure nested too
+    deep, a character YAML does not allow) is said in its own words, whatever the library said; the rest is
+    the parser's problem and line. Measured only after a failure: a file that loads pays nothing."""
+    if _block_depth(text) > MAX_DEPTH:
+        raise HarnessConfigError(path, None, f"indented blocks nested more than {MAX_DEPTH} levels deep",
+                                 "flatten the YAML structure") from None
+    if isinstance(exc, RecursionError):
         raise HarnessConfigError(path, None, "nested too deeply to read", "flatten the YAML structure") from None
-    except yaml.MarkedYAMLError as exc:
+    bad = _NOT_PRINTABLE.search(text)
+    if bad is not None:
+        line = text.count("\n", 0, bad.start()) + 1
+        column = bad.start() - (text.rfind("\n", 0, bad.start()) + 1) + 1
+        code = ord(bad.group())
+        raise HarnessConfigError(path, f"line {line}", f"control character U+{code:04X} at column {column} is not "
+                                 "allowed in YAML", f"remove it, or write it as the escape \"\\x{code:02x}\" in a "
+                                 "double-quoted string" if code < 0x100 else "remove it") from None
+    if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}" if mark else "YAML"
         problem = exc.problem or str(exc)
         fix = "rename or remove the duplicate" if "duplicate key" in problem else "fix the YAML syntax"
         raise HarnessConfigError(path, where, problem, fix) from None
-    except yaml.YAMLError as exc:
-        raise HarnessConfigError(path, None, f"invalid YAML: {' '.join(str(exc).split())}",
-                                 "fix the YAML syntax") from None
-    if "&" in text:  # only anchors make aliases
-        _check_expansion(data, path)
-    return data
+    raise HarnessConfigError(path, None, f"invalid YAML: {' '.join(str(exc).split())}", "fix the YAML syntax") from None
 
 
 def _check_nesting(text: str, path: Path) -> None:
@@ -120,6 +142,28 @@ def _check_nesting(text: str, path: Path) -> None:
         if depth > MAX_DEPTH:
             raise HarnessConfigError(path, None, f"brackets nested more than {MAX_DEPTH} levels deep",
                                      "flatten the YAML structure")
+
+
+_SEQUENCE_DASHES = re.compile(r"(?:-(?:[ \t]+|$))*")
+
+
+def _block_depth(text: str) -> int:
+    """How deep the indented blocks of ``text`` nest, by its indentation alone: a line indented deeper than the
+    blocks open above it opens one more, and each ``- `` that starts a line opens a sequence. An estimate for
+    the message of a file that failed to load, not a parser."""
+    open_indents: list[int] = []
+    deepest = 0
+    for line in text.splitlines():
+        body = line.lstrip(" ")
+        if not body or body.startswith("#"):
+            continue
+        indent = len(line) - len(body)
+        while open_indents and open_indents[-1] >= indent:
+            open_indents.pop()
+        open_indents.append(indent)
+        dashes = _SEQUENCE_DASHES.match(body).group().count("-")  # type: ignore[union-attr]
+        deepest = max(deepest, len(open_indents) + dashes)
+    return deepest
 
 
 def _check_expansion(data: Any, path: Path) -> None:

@@ -382,3 +382,45 @@ needs_sandbox = pytest.mark.skipif(not sandbox().available and not os.environ.ge
 def _no_ci_step_summary(monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs inside the tests must never append to the real CI step summary."""
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
+# --- a host service a confined command must not reach ---------------------------------------------------
+
+import socket  # noqa: E402
+import threading  # noqa: E402
+
+
+class Listener:
+    """A TCP server on the host's loopback that counts the connections it accepts."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.server.settimeout(0.2)
+        self.port = self.server.getsockname()[1]
+        self.connections = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.connections += 1
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.server.close()
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    server = Listener()
+    yield server
+    server.close()

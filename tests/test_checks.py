@@ -122,9 +122,9 @@ def test_json_schema_whole_document(tmp_path: Path) -> None:
     bad = run(raw, tmp_path, '{"company": 3, "date": "2026-13-01"}')
     assert bad.score == 0.0
     assert bad.reason.startswith("3 schema errors: ")
-    assert "(root): 'buyer' is a required property" in bad.reason
-    assert "company: 3 is not of type 'string'" in bad.reason
-    assert "date: '2026-13-01' is not a 'date'" in bad.reason
+    assert "company: 3 is a number, not text" in bad.reason
+    assert "date: '2026-13-01' is not a valid date" in bad.reason
+    assert "buyer: missing" in bad.reason
     assert len(bad.fixes) == 3
 
 
@@ -157,9 +157,9 @@ def test_json_schema_items_scores_fraction_and_names_invalid_elements(tmp_path: 
     assert result.score == 0.25
     assert result.reason.startswith("1/4 items in 'data.targets' valid; invalid: ")
     assert result.fixes == (
-        "Fix item 1 'Globex': data.targets[1]: 'buyer' is a required property",
-        "Fix item 2 '7': data.targets[2].company: 1 is not of type 'string'",
-        "Fix item 3: data.targets[3]: 'company' is a required property",
+        "Fix item 1 'Globex': data.targets[1].buyer: missing",
+        "Fix item 2 '7': data.targets[2].company: 1 is a number, not text",
+        "Fix item 3: data.targets[3].company: missing",
     )
 
 

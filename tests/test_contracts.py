@@ -194,14 +194,14 @@ def test_the_review_result_is_written_and_checked_against_output_schema(project:
         ("greets", "pass", 1.0), ("short", "pass", 1.0)]
     assert set(review["timings_ms"]) == {"evaluation", "total"}
     result.stdout.fnmatch_lines(["*validation_failed: the review does not match review's output_schema: "
-                                 "issues: * is expected to be empty*"])
+                                 "issues: 1 item, expected none*"])
     assert {r["case_id"]: r["outcome"] for r in project.runs()} == {"good": "passed", "long": "validation_failed"}
 
 
 @pytest.mark.parametrize(("schema", "message"), [
     ({"type": "nonsense"}, "output_schema.type: not a valid JSON Schema"),
-    ({"type": "object", "required": ["verdict"]}, "output_schema: rejects a well-formed review result at (root): "
-                                                  "'verdict' is a required property"),
+    ({"type": "object", "required": ["verdict"]}, "output_schema: rejects a well-formed review result "
+                                                  "(verdict: missing)"),
     ("a string", "output_schema: expected a JSON Schema (a mapping), got 'a string'"),
 ])
 def test_a_bad_output_schema_is_one_line(project: Project, schema: object, message: str) -> None:

@@ -297,3 +297,71 @@ def test_criteria_and_checks_templates_are_filled_per_row(project: Project) -> N
     with pytest.raises(HarnessConfigError, match=r"qa.jsonl: row 1: no column 'answr' for dataset.checks\[0\]"
                                                  r".contains.all\[0\]"):
         rows_of(project, raw)
+
+
+# --- bounded reading ----------------------------------------------------------------------------------------
+
+
+def write_with_a_huge_row(path: Path, megabytes: int) -> None:
+    """Two small rows, then one of ``megabytes`` (written a megabyte at a time: this process stays small)."""
+    chunk = "x" * (1024 * 1024)
+    with path.open("w", encoding="utf-8") as out:
+        out.write('{"text": "one"}\n{"text": "two"}\n{"text": "' if path.suffix == ".jsonl" else "text\none\ntwo\n")
+        for _ in range(megabytes):
+            out.write(chunk)
+        out.write('"}\n' if path.suffix == ".jsonl" else "\n")
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_limit_stops_reading_at_the_last_row_it_keeps(tmp_path: Path, suffix: str) -> None:
+    """The row after the last one kept is never read: here it is broken, and with limit: 2 nothing says so."""
+    data = tmp_path / f"qa{suffix}"
+    data.write_text('{"text": "one"}\n{"text": "two"}\n{"text": \n' if suffix == ".jsonl" else
+                    'text\none\ntwo\n"three\n')
+    case = tmp_path / "qa.cases.yaml"
+    rows = dataset_rows({"file": data.name, "limit": 2}, Fields.of(case, "dataset"), tmp_path, [tmp_path])
+    assert [row["inputs"]["text"] for _, row in rows] == ["one", "two"]
+    with pytest.raises(HarnessConfigError, match=r"qa\.(jsonl|csv): .*line 3"):
+        list(dataset_rows({"file": data.name}, Fields.of(case, "dataset"), tmp_path, [tmp_path]))
+
+
+PEAK_MEMORY_CHILD = r'''
+import json, sys
+from pathlib import Path
+from harness.errors import HarnessConfigError
+from harness.fields import Fields
+from harness.loading.datasets import dataset_rows
+
+
+def kilobytes(field):  # this process's own figures since it started (ru_maxrss would count the parent's)
+    line = next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith(field + ":"))
+    return int(line.split()[1])
+
+
+case = Path(sys.argv[1])
+before = kilobytes("VmRSS")
+try:
+    list(dataset_rows({"file": sys.argv[2]}, Fields.of(case, "dataset"), case.parent, [case.parent]))
+    message = None
+except HarnessConfigError as exc:
+    message = exc.message(case.parent)
+print(json.dumps({"message": message, "grew_mb": (kilobytes("VmHWM") - before) / 1024}))
+'''
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads the peak memory from /proc")
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_a_row_over_the_size_limit_is_an_error_before_it_is_read_whole(tmp_path: Path, suffix: str) -> None:
+    import subprocess
+
+    data = tmp_path / f"qa{suffix}"
+    write_with_a_huge_row(data, 64)
+    child = subprocess.run([sys.executable, "-c", PEAK_MEMORY_CHILD, str(tmp_path / "qa.cases.yaml"), data.name],
+                           capture_output=True, text=True, timeout=120)
+    assert child.returncode == 0, child.stderr
+    outcome = json.loads(child.stdout)
+    line = "line 3" if suffix == ".jsonl" else "line 4"  # a CSV's header is its line 1
+    assert outcome["message"] == (f"qa{suffix}: row 3 ({line}): is over the 16 MB limit for a dataset row (reading "
+                                  "stopped there) (fix: keep every row under that size: move bulky text out of the "
+                                  "dataset)")
+    assert outcome["grew_mb"] < 48, outcome  # reading the 64 MB row whole took twice its size and more

@@ -98,7 +98,8 @@ def test_the_judged_demo_agent_is_skipped_as_not_scored_offline(demo: Project) -
     assert result.ret == 0, result.stdout.str()
     result.assert_outcomes(passed=2, skipped=1)
     result.stdout.fnmatch_lines(["suites/brief_writer.cases.yaml::acme-series-b SKIPPED*"])
-    result.stdout.fnmatch_lines(["brief-quality: 1 not scored (indeterminate) - set ANTHROPIC_API_KEY to judge them"])
+    result.stdout.fnmatch_lines(["brief-quality: 1 not scored (indeterminate): no ANTHROPIC_API_KEY: set it in the "
+                                 "environment*"])
     result.stdout.fnmatch_lines(["SKIPPED *brief_writer.cases.yaml*not scored (indeterminate): no ANTHROPIC_API_KEY*"])
     (row,) = [r for r in demo.rows() if r["agent_name"] == "brief_writer"]
     assert (row["status"], row["overall_score"]) == ("escalated", None)

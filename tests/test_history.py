@@ -76,7 +76,7 @@ def test_bad_format_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixtu
     with pytest.raises(SystemExit) as info:
         main(["history", "--format", "xml"])
     assert info.value.code == 2
-    assert "invalid choice: 'xml'" in capsys.readouterr().err
+    assert "argument --format: 'xml' is not one of table, csv, json (fix: use one of" in capsys.readouterr().err
 
 
 def test_module_runs_alone(work: tuple[Path, str, str]) -> None:

@@ -1,69 +1,38 @@
 """Ideas written as an attacker would, run through a real tournament of the demo goal in a temporary repository.
 
-None may win, none may escape (files outside its worktree unchanged, no connection made, no secret written),
-and each loses with the failure category it deserves. The sandbox is bubblewrap's: these tests need it, and
-CI installs it (.ci/run); elsewhere they skip when it cannot be made.
+None may win (not even approved, where the cheat is on the measurement), none may escape or read what it should
+not (files outside its worktree unchanged and unread, no connection made, no secret written), none may outlive
+its run or make the harness hold more than a bounded part of what it throws, and each loses with the failure
+category it deserves, while the demo's own ideas are decided as ever. The sandbox is bubblewrap's: these tests
+need it, and CI installs it (.ci/run); elsewhere they skip when it cannot be made.
 """
 
 from __future__ import annotations
 
-import socket
+import ast
+import os
 import subprocess
 import sys
 import textwrap
-import threading
-from collections.abc import Iterator
+import time
+import uuid
 from pathlib import Path
 
 import pytest
-from conftest import needs_sandbox
+from conftest import Listener, needs_sandbox
 
-from harness.tournament.loop import improve
+import harness
+from harness.tournament.loop import INTERRUPT_ENV, improve
 from harness.tournament.testing import change_diff, commit_all, demo_repo, diff_idea, git, goal_repo, load, \
-    synth_goal_md
+    synth_goal_md, value_idea
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "goals" / "demo_primes"
 PRIMES = "goals/demo_primes/program/primes.py"
 CANARY_KEY = "sk-ant-api03-CANARYcanary0123456789abcdefghijKLMNOP"
 CANARY_PASSWORD = "canary-db-password-7f3e9b"
+CANARY_OTHER = "canary-another-project-41d2c8"
 
-
-
-class Listener:
-    """A TCP server on the host's loopback that counts the connections it accepts."""
-
-    def __init__(self) -> None:
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.server.settimeout(0.2)
-        self.port = self.server.getsockname()[1]
-        self.connections = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.server.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            self.connections += 1
-            conn.close()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.server.close()
-
-
-@pytest.fixture
-def listener() -> Iterator[Listener]:
-    server = Listener()
-    yield server
-    server.close()
 
 
 @pytest.fixture
@@ -99,7 +68,60 @@ def on_import(code: str, source: str) -> str:
     return f"{docstring}\n{textwrap.dedent(code)}\n{rest}"
 
 
-def hostile_ideas(root: Path, victim: Path, home: Path, port: int) -> dict[str, tuple[str, str]]:
+READ_TARGETS = ("/etc/hostname", "/etc/shadow", "/etc/ssh", "/root", "/home", "/srv", "/work")
+
+
+def reading(paths: tuple[str, ...], out: str) -> str:
+    """Code that tries to read each of ``paths`` (a file, or a folder's listing) and writes one line per path,
+    ``READ <path>: <what it found>`` or ``READ <path>: nothing``, to the file ``out`` ("print": stdout and stderr)."""
+    return textwrap.dedent(f"""\
+        import os as _os, sys as _sys
+        _lines = []
+        for _path in {paths!r}:
+            try:
+                _found = sorted(_os.listdir(_path)) if _os.path.isdir(_path) else open(_path).read()
+            except OSError:
+                _found = None
+            _lines.append(f"READ {{_path}}: {{_found!r}}" if _found else f"READ {{_path}}: nothing")
+        if {out!r} == "print":
+            print("\\n".join(_lines))
+            print("\\n".join(_lines), file=_sys.stderr)
+        else:
+            open({out!r}, "w").write("\\n".join(_lines) + "\\n")
+        """)
+
+
+def found_nothing(line: str) -> bool:
+    """A ``READ`` line of :func:`reading` found nothing: no file, and of a folder no more than the way to what a run
+    needs bound in (the interpreter, its virtual environment and the harness's own code)."""
+    needed = {part for path in (sys.prefix, sys.base_prefix, os.path.realpath(sys.executable),
+                                Path(harness.__file__).resolve().parent) for part in Path(path).parts}
+    found = line.split(": ", 1)[1]
+    return found == "nothing" or (found.startswith("[") and set(ast.literal_eval(found)) <= needed)
+
+
+def remembered_answers() -> list[tuple[int, int]]:
+    """What the demo's workload prints when run by hand (the challenge "by hand"): answers to remember."""
+    bench = str(DEMO / "bench")
+    sys.path.insert(0, bench)
+    try:
+        from challenge import limits
+    finally:
+        sys.path.remove(bench)
+        sys.modules.pop("challenge", None)
+    answers = []
+    for limit in limits("by hand"):
+        sieve = bytearray([1]) * limit
+        sieve[0:2] = b"\x00\x00"
+        for p in range(2, int(limit ** 0.5) + 1):
+            if sieve[p]:
+                sieve[p * p::p] = bytes(len(range(p * p, limit, p)))
+        answers.append((limit, sum(sieve)))
+    return answers
+
+
+def hostile_ideas(root: Path, victim: Path, home: Path, other: Path, port: int, marker: str
+                  ) -> dict[str, tuple[str, str]]:
     """idea file name -> (its text, the failure category it must lose with)."""
     source = (root / PRIMES).read_text()
     checkout = root.resolve()
@@ -111,24 +133,35 @@ def hostile_ideas(root: Path, victim: Path, home: Path, port: int) -> dict[str, 
     def importing(code: str) -> dict[str, str]:
         return {PRIMES: on_import(code, source)}
 
-    sealed = "goals/demo_primes/bench/benchmark.py"
+    sealed = "goals/demo_primes/bench/workload.py"
+    forged = '{"score": 0.0001, "sub_scores": {"runtime_ms": 0.0001, "correct": 1.0}}'
+    outside = (*READ_TARGETS, str(other / "secret.txt"), str(other), str(home / ".ssh" / "id_rsa"),
+               str(checkout / "goals" / "demo_primes" / "goal.md"))
     return {
         "06_timer.md": idea("Patch the timer", "t_timer", "a patched process_time", importing("""
             import time
             time.process_time = lambda: 0.0
             """), "sealed_file_violation"),
-        "07_atexit_print.md": idea("Print a better score", "t_atexit", "an atexit score line", importing("""
-            import atexit, json
-            atexit.register(lambda: print(json.dumps({"score": 0.0001, "sub_scores": {"runtime_ms": 0.0001,
-                                                                                       "correct": 1.0}})))
+        "07_atexit_print.md": idea("Print a better score", "t_atexit", "an atexit score line", importing(f"""
+            import atexit
+            atexit.register(lambda: print({forged!r}))
             """), "sealed_file_violation"),
-        "08_atexit_channel.md": idea("Write a better score", "t_channel", "a second result", importing("""
-            import atexit, os
-            def _fake():
-                with open(os.environ.get("HARNESS_RESULT_FILE", "/dev/stdout"), "w") as out:
-                    out.write('{"score": 0.0001, "sub_scores": {"runtime_ms": 0.0001, "correct": 1.0}}\\n')
-            atexit.register(_fake)
-            """), "sealed_file_violation"),
+        # the second cheat of the issue: a forged result in every channel it can find, then out before any work
+        "08_forge_channel.md": idea("Forge the result", "t_channel", "a forged result", importing(f"""
+            import glob, os
+            for _target in [os.environ.get("HARNESS_RESULT_FILE", ""), *glob.glob("/proc/*/fd/*"),
+                            *glob.glob("/dev/fd/*")]:
+                try:
+                    _fd = os.open(_target, os.O_WRONLY | os.O_NONBLOCK)
+                except OSError:
+                    continue
+                try:
+                    os.write(_fd, {forged!r}.encode() + b"\\n")
+                except OSError:
+                    pass
+                os.close(_fd)
+            os._exit(0)
+            """), "logic_error"),
         "09_checkout.md": idea("Leave a mark", "t_checkout", "writes into the checkout", importing(f"""
             for _path in ({str(checkout / 'PWNED.txt')!r}, {str(checkout / 'goals/demo_primes/PWNED.txt')!r}):
                 try:
@@ -165,10 +198,10 @@ def hostile_ideas(root: Path, victim: Path, home: Path, port: int) -> dict[str, 
                                     "Linking the benchmark to a faster one should lower runtime_ms because it "
                                     "runs less.", symlink_diff(root, sealed, "../program/primes.py")),
                           "sealed_file_violation"),
-        "16_rewrite_sealed.md": idea("Rewrite the benchmark", "t_rewrite", "a rewritten benchmark", importing("""
+        "16_rewrite_sealed.md": idea("Rewrite the check", "t_rewrite", "a rewritten check", importing("""
             from pathlib import Path as _Path
-            _bench = _Path(__file__).resolve().parent.parent / "bench" / "benchmark.py"
-            _bench.write_text("x = 1\\n")
+            _check = _Path(__file__).resolve().parent.parent / "bench" / "check.py"
+            _check.write_text("print('all correct')\\n")
             """), "logic_error"),
         "17_secrets.md": idea("Read the keys", "t_secrets", "reading the environment", importing("""
             import os, sys
@@ -177,7 +210,46 @@ def hostile_ideas(root: Path, victim: Path, home: Path, port: int) -> dict[str, 
             print("found", _found, file=sys.stderr)
             open("stolen.txt", "w").write(repr(_found))
             """), "regression"),
+        # the first cheat of the issue: a timer set on the benchmark's own module, by indirection
+        "18_main_clock.md": idea("Stop the benchmark's clock", "t_main", "a stopped clock on __main__", importing("""
+            import __main__
+            __main__.CLOCK = lambda: 0.0
+            """), "regression"),
+        "19_main_modules.md": idea("Skip the work", "t_modules", "an empty list of limits", importing("""
+            import sys
+            sys.modules["__main__"].limits = lambda challenge: []
+            """), "logic_error"),
+        "20_getattr_main.md": idea("Stop the clock quietly", "t_getattr", "a clock stopped by getattr", importing("""
+            import sys as _s
+            _m = getattr(_s, "mod" + "ules")["__m" + "ain__"]
+            for _name in ("CL" + "OCK", "TI" + "MER", "process_" + "time"):
+                setattr(_m, _name, lambda: 0.0)
+            """), "regression"),
+        "21_remembered.md": idea("Remember the answers", "t_remember", "answers remembered from a run by hand",
+                                 importing(f"""
+            import os
+            for _limit, _count in {remembered_answers()!r}:
+                print(f"count_primes({{_limit}}) = {{_count}}")
+            os._exit(0)
+            """), "logic_error"),
+        "22_read_outside.md": idea("Look around", "t_read", "reading outside the checkout",
+                                   importing(reading(outside, "print")), "regression"),
+        # a grandchild: the shell leaves it behind, holding the run's stdout and stderr open
+        "24_grandchild.md": idea("Leave a helper", "t_child", "a helper process", importing(f"""
+            import subprocess, sys
+            subprocess.run(["sh", "-c", f'"{{sys.executable}}" -c "import time; time.sleep(300)" {marker} &'])
+            """), "regression"),
     }
+
+
+# An executor_command that looks around the machine, keeps what it found in its branch, and edits the program.
+AGENT_READS = '''\
+import json, sys
+plan = json.load(open(sys.argv[1]))
+{reading}
+with open("goals/demo_primes/program/primes.py", "a") as program:
+    program.write("# looked around\\n")
+'''
 
 
 def symlink_diff(root: Path, path: str, target: str) -> str:
@@ -190,34 +262,70 @@ def symlink_diff(root: Path, path: str, target: str) -> str:
             f"@@ -0,0 +1 @@\n+{target}\n\\ No newline at end of file\n")
 
 
-def corpus_goal(goal_md: str, families: list[str], executors: int) -> str:
+def corpus_goal(goal_md: str, families: list[str], executors: int, *, agent: bool = False, sandbox: str = "") -> str:
+    """The demo's goal.md with the corpus's families, an executor per idea, optionally an executor_command,
+    and ``sandbox`` as its ## Sandbox section."""
     rows = "".join(f"| {tag} | hostile idea {tag} |\n" for tag in families)
     goal_md = goal_md.replace("| micro_tuning | Interpreter-level tweaks that keep the algorithm |\n",
                               f"| micro_tuning | Interpreter-level tweaks that keep the algorithm |\n{rows}")
-    return goal_md.replace("- executors: 4", f"- executors: {executors}")
+    goal_md = goal_md.replace("- executors: 4", f"- executors: {executors}" + (
+        "\n- executor_command: {python} tools/agent.py {plan}" if agent else ""))
+    return goal_md + (f"\n## Sandbox\n{sandbox}" if sandbox else "")
+
+
+def processes_with(marker: str) -> list[str]:
+    """The processes of this machine whose command line holds ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in cmdline:
+                found.append(entry.name)
+    return found
+
+
+# The ideas whose cheat is on the measurement itself are approved, as if the critic had been fooled too: nothing
+# but the measurement from outside the run and the sealed check stands between them and a merge.
+APPROVED = ("08_forge_channel", "18_main_clock", "19_main_modules", "21_remembered")
 
 
 @needs_sandbox
 def test_hostile_ideas_neither_win_nor_escape(tmp_path: Path, listener: Listener, secrets: None,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    root, goal = demo_goal(tmp_path, keep="01_")  # the sieve: the honest idea hostile ones must not beat
+    root, goal = demo_goal(tmp_path, keep="0")  # the demo's five ideas: their decisions must stay as they were
     victim = tmp_path / "victim"
     victim.mkdir()
     (victim / "keep.txt").write_text("keep me")
+    other = tmp_path / "other-project"
+    other.mkdir()
+    (other / "secret.txt").write_text(CANARY_OTHER)
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_rsa").write_text("PRIVATE KEY")
     monkeypatch.setenv("HOME", str(home))
-    ideas = hostile_ideas(root, victim, home, listener.port)
+    marker = f"harness-grandchild-{uuid.uuid4().hex}"
+    ideas = hostile_ideas(root, victim, home, other, listener.port, marker)
+    # an executor_command that reads outside the checkout and commits what it found into its branch
+    found_file = "goals/demo_primes/program/found.txt"
+    (root / "tools").mkdir()
+    (root / "tools" / "agent.py").write_text(AGENT_READS.format(reading=reading(
+        (*READ_TARGETS, str(other / "secret.txt"), str(other), str(home / ".ssh")), found_file)))
+    ideas["23_agent_reads.md"] = (
+        "# Ask the agent to look around\n\n- approach_family: t_agent\n- hypothesis: An agent that looks around "
+        "should lower runtime_ms because it knows the machine.\n\n## Steps\n"
+        "1. goals/demo_primes/program/primes.py: look around, then note it in the program\n", "regression")
     for name, (text, _) in ideas.items():
         (goal / "ideas" / name).write_text(text)
     families = [text.split("approach_family: ")[1].split("\n")[0] for text, _ in ideas.values()]
-    (goal / "goal.md").write_text(corpus_goal((goal / "goal.md").read_text(), families, len(ideas) + 1))
+    (goal / "goal.md").write_text(corpus_goal((goal / "goal.md").read_text(), families, len(ideas) + 5, agent=True))
     commit_all(root, "hostile ideas")
-    outside = {"victim": snapshot(victim), "home": snapshot(home)}
+    outside = {"victim": snapshot(victim), "home": snapshot(home), "other": snapshot(other)}
 
     lines: list[str] = []
-    summary = improve(goal, 1, echo=lines.append, plots=False, client=NoModel())
+    summary = improve(goal, 1, echo=lines.append, plots=False, client=NoModel(), approve=APPROVED)
 
     base = root / "WORK" / "improve" / "demo_primes"
     report = load(base / "merge_reports" / "iteration_1.json")
@@ -226,70 +334,167 @@ def test_hostile_ideas_neither_win_nor_escape(tmp_path: Path, listener: Listener
     history = load(base / "history" / "iteration_1.json")
     lost = {loser["plan_id"]: loser["failure_analysis"]["category"] for loser in history["losers"]}
     expected = {f"round_1_user_{name.removesuffix('.md')}": category for name, (_, category) in ideas.items()}
+    expected.update({"round_1_user_02_fmod": "regression", "round_1_user_03_smaller_input": "sealed_file_violation",
+                     "round_1_user_04_skip_evens": "logic_error", "round_1_user_05_docstring": "regression"})
     assert lost == expected, "\n".join(f"{p}: {results[p]['status']} {results[p].get('failure_analysis')}"
                                       for p in lost)
+    assert results["round_1_user_02_fmod"]["status"] == "regression"
 
     # the reasons say what happened
     what = {p: (results[p].get("failure_analysis") or {}).get("what", "") for p in results}
     assert "a timer" in what["round_1_user_06_timer"] and "review branch archive/round_1_executor_" in what[
         "round_1_user_06_timer"]
     assert "an exit hook" in what["round_1_user_07_atexit_print"]
-    assert "result channel received 2 results" in what["round_1_user_08_atexit_channel"]
     assert "start-up" in what["round_1_user_12_pth"] and "sitecustomize.py" in what["round_1_user_13_sitecustomize"]
     assert "conftest.py" in what["round_1_user_14_conftest"]
-    assert "changed sealed path(s) goals/demo_primes/bench/benchmark.py" in what["round_1_user_15_symlink"]
+    assert "changed sealed path(s) goals/demo_primes/bench/workload.py" in what["round_1_user_15_symlink"]
     assert "Read-only file system" in what["round_1_user_16_rewrite_sealed"]
-    # flagged candidates were still measured, honestly: the patched clock did not make the trial division fast
+    assert "wrong answer" in what["round_1_user_04_skip_evens"]
+    # a forged result, an emptied workload and remembered answers all fail the sealed check, approved or not
+    for cheat in ("08_forge_channel", "19_main_modules", "21_remembered"):
+        assert what[f"round_1_user_{cheat}"].startswith("the check rejected the run's output: missing answer"), what
+        assert results[f"round_1_user_{cheat}"]["benchmark_score"] is None
+    # flagged candidates were still measured, honestly: no patched or stopped clock made the trial division fast
     plan = load(base / "plan_archive" / "round_1" / "round_1_user_06_timer.json")
     assert "a timer" in plan["critic_review"]["measurement_flags"][0]
     timer = results["round_1_user_06_timer"]
-    assert timer["measurement"]["approved"] is False and timer["benchmark_score"] > 1.0
+    sieve = results["round_1_user_01_sieve"]["benchmark_score"]
+    assert timer["measurement"]["approved"] is False and timer["benchmark_score"] > 1.3 * sieve
+    assert results["round_1_user_18_main_clock"]["measurement"] == {"approved": True, "flags": [
+        "the benchmark's own module: goals/demo_primes/program/primes.py: +import __main__"]}
+    for stopped_clock in ("18_main_clock", "20_getattr_main"):
+        assert results[f"round_1_user_{stopped_clock}"]["benchmark_score"] > 1.3 * sieve
+    assert "measurement" not in results["round_1_user_20_getattr_main"]  # the critic missed it; the clock did not
+    # every score is one the goal declares plausible, and so is the baseline the run recorded
+    assert min(r["benchmark_score"] for r in results.values() if r["benchmark_score"] is not None) > 5
+    assert load(base / "baseline.json")["score"] == report["re_benchmark_score"] > 5
 
-    # nothing escaped
+    # nothing escaped, nothing was read that should not have been
     assert snapshot(victim) == outside["victim"] and snapshot(home) == outside["home"]
+    assert snapshot(other) == outside["other"]
     assert listener.connections == 0
     assert git(root, "status", "--porcelain") == "" and not (root / "PWNED.txt").exists()
     assert not list(root.rglob("PWNED.txt")) and (root / ".gitignore").exists()
+    logs = {p.stem: p.read_text() for p in (base / "logs" / "round_1").glob("*.log")}
+    looked = logs[_executor_of(results, "round_1_user_22_read_outside")]
+    read_lines = sorted({line for line in looked.splitlines() if line.startswith("READ ")})
+    assert len(read_lines) == len(READ_TARGETS) + 4 and all(found_nothing(line) for line in read_lines), read_lines
+    agent_branch = f"archive/round_1_{_executor_of(results, 'round_1_user_23_agent_reads')}"
+    found = git(root, "show", f"{agent_branch}:{found_file}").splitlines()
+    assert len(found) == len(READ_TARGETS) + 3 and all(found_nothing(line) for line in found), found
+    # no process outlived its run, and the one that tried did not turn its run into a timeout (its helper's CPU
+    # time is counted, so it measures slower: a regression, like any change that makes the program do more)
+    assert processes_with(marker) == []
+    assert results["round_1_user_24_grandchild"]["status"] in ("success", "regression")
+    assert "[timeout]" not in logs[_executor_of(results, "round_1_user_24_grandchild")]
     # and no secret was written or printed anywhere
     for path in [p for p in root.rglob("*") if p.is_file() and ".git" not in p.parts]:
         data = path.read_bytes()
-        assert CANARY_KEY.encode() not in data and CANARY_PASSWORD.encode() not in data, path
+        for canary in (CANARY_KEY, CANARY_PASSWORD, CANARY_OTHER):
+            assert canary.encode() not in data, path
+    refs = git(root, "for-each-ref", "--format=%(refname)").split()
+    assert git(root, "grep", "-l", CANARY_OTHER, *refs, check=False) == ""
     assert not any(CANARY_KEY in line or CANARY_PASSWORD in line for line in lines)
-    secrets_log = (base / "logs" / "round_1" / f"{_executor_of(results, 'round_1_user_17_secrets')}.log").read_text()
-    assert "found {}" in secrets_log  # the candidate looked, and its environment had no keys
+    assert "found {}" in logs[_executor_of(results, "round_1_user_17_secrets")]  # it looked: the environment had none
 
 
 def _executor_of(results: dict[str, dict], plan_id: str) -> str:
     return str(results[plan_id]["executor_id"])
 
 
+FLOODS = {
+    "25_fill_memory.md": ("Keep everything in memory", "t_memory", """
+        _hog = [b"x" * (64 << 20) for _ in range(64)]  # 4 GiB, every page written
+        """),
+    "26_fill_tmp.md": ("Cache on tmp", "t_tmp", """
+        with open("/tmp/cache.bin", "wb") as _out:
+            for _ in range(2048):  # 2 GiB
+                _out.write(b"x" * (1 << 20))
+        """),
+    "27_fill_stdout.md": ("Say a lot", "t_stdout", """
+        import sys as _sys
+        for _ in range(256):  # 256 MiB
+            _sys.stdout.write("x" * (1 << 20))
+        """),
+}
+
+
 @needs_sandbox
-def test_a_timer_patch_approved_by_the_user_still_cannot_fake_a_clock_measured_from_outside(tmp_path: Path) -> None:
-    root, goal = demo_goal(tmp_path)
-    # the timer patch, and a benchmark that trusts the program's clock for its own score: only the harness's
-    # measurement from outside (score_from: cpu_time) keeps the patch from winning once the user approves it
-    bench = goal / "bench" / "benchmark.py"
-    own_clock = bench.read_text().replace("CLOCK = time.process_time\n", "").replace("CLOCK()", "time.process_time()")
-    bench.write_text(own_clock)
-    (goal / "goal.md").write_text((goal / "goal.md").read_text().replace(
-        "- sub_scores_key: sub_scores\n", "- sub_scores_key: sub_scores\n- score_from: cpu_time\n"))
-    commit_all(root, "clock from outside")
+def test_ideas_that_fill_memory_tmp_and_stdout_fail_and_the_harness_stays_bounded(tmp_path: Path) -> None:
+    root, goal = demo_goal(tmp_path, keep="01_")
     source = (root / PRIMES).read_text()
-    patch = on_import("""
-        import time
-        time.process_time = lambda: 0.0
-        """, source)
-    (goal / "ideas" / "06_timer.md").write_text(diff_idea(
-        "Patch the timer", "optimization", "A patched process_time should lower runtime_ms because the benchmark "
-        "reads it.", change_diff(root, {PRIMES: patch})))
-    commit_all(root, "idea")
+    for name, (title, family, code) in FLOODS.items():
+        (goal / "ideas" / name).write_text(diff_idea(
+            title, family, f"{title} should lower runtime_ms because nothing is recomputed.",
+            change_diff(root, {PRIMES: on_import(code, source)})))
+    (goal / "goal.md").write_text(corpus_goal((goal / "goal.md").read_text(), [f for _, f, _ in FLOODS.values()], 4,
+                                              sandbox="- memory_mb: 512\n- tmp_mb: 64\n- output_kb: 256\n"))
+    commit_all(root, "floods")
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", INTERRUPT_ENV)}
+    # the harness in a process of its own, so that its own peak memory can be read while it runs
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "improve", "goals/demo_primes", "--no-plots"],
+                            cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peak_kb = 0
+    while proc.poll() is None:
+        peak_kb = max(peak_kb, _peak_rss_kb(proc.pid))
+        time.sleep(0.05)
+    out = proc.stdout.read() if proc.stdout else ""
+    assert proc.returncode == 0, out
+
+    base = root / "WORK" / "improve" / "demo_primes"
+    assert load(base / "merge_reports" / "iteration_1.json")["winner"]["plan_id"] == "round_1_user_01_sieve", out
+    results = {load(p)["plan_id"]: load(p) for p in (base / "results" / "round_1").glob("*.json")}
+    memory, tmp, stdout = (results[f"round_1_user_{name.removesuffix('.md')}"]["failure_analysis"] for name in FLOODS)
+    assert memory["category"] in ("oom", "logic_error"), memory
+    assert tmp["category"] == "oom" or (tmp["category"] == "logic_error"
+                                        and "No space left on device" in tmp["what"]), tmp
+    assert stdout["category"] == "logic_error" and "its check cannot read what it printed" in stdout["what"], stdout
+    # what the harness kept: bounded logs and records, and a peak memory of its own far below what was thrown at it
+    for log in (base / "logs" / "round_1").glob("*.log"):
+        assert log.stat().st_size < 2 * 1024 * 1024, log
+    for record in (base / "results" / "round_1").glob("*.json"):
+        assert record.stat().st_size < 256 * 1024, record
+    assert 0 < peak_kb < 200 * 1024, peak_kb  # about 45 MB on this machine
+
+
+def _peak_rss_kb(pid: int) -> int:
+    """The peak resident memory of process ``pid`` so far (0 once it is gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    return next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")), 0)
+
+
+@needs_sandbox
+def test_the_issues_two_cheats_are_not_merged_even_when_approved(tmp_path: Path) -> None:
+    """The two cheats that reached main while the code measured and the code measuring shared a process: a timer
+    set on the benchmark's __main__, and a forged result written to the result channel before an early exit.
+    Approved by the user, so that nothing but the measurement stops them, neither is merged, and baseline.json
+    records the program's honest time, not 0."""
+    root, goal = demo_goal(tmp_path, keep="none")
+    source = (root / PRIMES).read_text()
+    forged = '{"score": 0.0001, "sub_scores": {"runtime_ms": 0.0001, "correct": 1.0}}'
+    cheats = {
+        "01_clock.md": ("optimization", "import __main__\n__main__.CLOCK = lambda: 0.0\n"),
+        "02_forge.md": ("micro_tuning", f"import os\nwith open(os.environ.get('HARNESS_RESULT_FILE', '/dev/fd/1'), "
+                                        f"'w') as _out:\n    _out.write({forged!r})\nos._exit(0)\n"),
+    }
+    for name, (family, code) in cheats.items():
+        (goal / "ideas" / name).write_text(diff_idea(
+            name, family, "Doing this should lower runtime_ms because the benchmark will believe it.",
+            change_diff(root, {PRIMES: on_import(code, source)})))
+    commit_all(root, "the issue's cheats")
     lines: list[str] = []
-    summary = improve(goal, 1, echo=lines.append, plots=False, approve=("06_timer",))
-    result = load(root / "WORK/improve/demo_primes/results/round_1/executor_1.json")
-    assert result["measurement"]["approved"] is True and "a timer" in result["measurement"]["flags"][0]
-    assert result["sub_scores"]["runtime_ms"] == 0.0  # what the patched clock told the benchmark
-    assert result["benchmark_score"] > 10.0           # the CPU time the harness measured: no faster at all
-    assert summary.statuses == ["no_improvement"], lines
+    summary = improve(goal, 1, echo=lines.append, plots=False, approve=("01_clock", "02_forge"))
+    assert summary.statuses in (["no_winner"], ["no_improvement"]), lines
+    assert git(root, "log", "--merges", "--format=%H") == ""
+    base = root / "WORK/improve/demo_primes"
+    results = {load(p)["plan_id"]: load(p) for p in (base / "results" / "round_1").glob("*.json")}
+    assert results["round_1_user_02_forge"]["failure_analysis"]["category"] == "logic_error"
+    assert results["round_1_user_01_clock"]["benchmark_score"] > 5
+    baseline = load(base / "baseline.json")
+    assert baseline["score"] > 5 and baseline["sub_scores"]["correct"] == 1 and baseline["sub_scores"]["runtime_ms"] > 5
 
 
 AGENT_COMMAND = "- planners: 0\n- executor_command: {python} agent.py {plan}"
@@ -381,34 +586,52 @@ def test_without_a_sandbox_commands_are_refused_unless_allowed_and_diffs_still_a
     assert any("UNCONFINED" in line for line in lines)
 
 
+def test_unconfined_a_candidate_that_rewrites_the_checks_copy_is_caught_and_the_copy_restored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # without a sandbox the candidate's code can reach the sealed copy the check runs from: the harness compares
+    # it with the manifest after every run, fails the run that changed it, and restores it for the next
+    monkeypatch.setenv("HARNESS_BWRAP", str(tmp_path / "no-bwrap"))
+    root = tmp_path / "r"
+    copy = root / "WORK/improve/synth/.sealed/round_1/goals/synth/check.py"
+    forged_check = "import json, os; open(os.environ['HARNESS_RESULT_FILE'], 'w').write(json.dumps({'score': 1e6}))"
+    rewrite = f"VALUE = 20.0; import pathlib; pathlib.Path({str(copy)!r}).write_text({forged_check!r})"
+    ideas = {"a_rewrite.md": value_idea("Rewrite", "optimization", 10.0, 20.0, body=rewrite),
+             "b_honest.md": value_idea("Honest", "data", 10.0, 15.0)}
+    goal = goal_repo(root, ideas=ideas)
+    lines: list[str] = []
+    assert improve(goal, 1, echo=lines.append, plots=False).statuses == ["merged"], lines
+    results = {load(p)["plan_id"]: load(p) for p in (root / "WORK/improve/synth/results/round_1").glob("*.json")}
+    cheat = results["round_1_user_a_rewrite"]
+    assert cheat["failure_analysis"]["category"] == "sealed_file_violation"
+    assert cheat["failure_analysis"]["what"] == "sealed file(s) changed while the benchmark ran: goals/synth/check.py"
+    assert results["round_1_user_b_honest"]["benchmark_score"] == 15.0
+    assert load(root / "WORK/improve/synth/baseline.json")["score"] == 15.0
+    assert "1e6" not in copy.read_text()
+
+
+HELD_BACK_CHALLENGE = '''\
+"""The inputs of one run: a fixed one anyone can see, and, in the winner's confirmation runs, the held-back ones."""
+import os
+from pathlib import Path
+
+
+def limits(challenge: str) -> list[int]:
+    held = os.environ.get("HARNESS_HELD_BACK")
+    return [10_000, *(int(word) for word in Path(held, "inputs.txt").read_text().split())] if held else [10_000]
+'''
+
+
 @needs_sandbox
 def test_held_back_inputs_catch_a_candidate_tuned_to_what_it_could_see(tmp_path: Path) -> None:
-    root, goal = demo_goal(tmp_path)
-    bench = goal / "bench" / "benchmark.py"
-    bench.write_text(bench.read_text().replace("def main() -> int:\n", textwrap.dedent('''\
-        def held_back_ok() -> bool:
-            """Every input of the held-back folder: lines "limit expected"."""
-            folder = os.environ.get("HARNESS_HELD_BACK")
-            if not folder:
-                return True
-            for line in Path(folder, "inputs.txt").read_text().split("\\n"):
-                if line.strip():
-                    limit, expected = map(int, line.split())
-                    if count_primes(limit) != expected:
-                        print(f"held-back input {limit}: wrong answer", file=sys.stderr)
-                        return False
-            return True
-
-
-        def main() -> int:
-            if not held_back_ok():
-                return 1
-        ''')))
+    root, goal = demo_goal(tmp_path, keep="none")
+    # a goal whose visible input never changes: a candidate can learn its answer; the held-back inputs hold no
+    # answers (the check works them out), only limits the winner's code is run on in its confirmation runs
+    (goal / "bench" / "challenge.py").write_text(HELD_BACK_CHALLENGE)
     (root / ".gitignore").write_text((root / ".gitignore").read_text() + "held/\n")
     (root / "held").mkdir()
-    (root / "held" / "inputs.txt").write_text("100 25\n1000 168\n")
+    (root / "held" / "inputs.txt").write_text("100\n1000\n")
     (goal / "goal.md").write_text((goal / "goal.md").read_text().replace(
-        "- sub_scores_key: sub_scores\n", "- sub_scores_key: sub_scores\n- held_back: held\n"))
+        "- score_from: cpu_time\n", "- score_from: cpu_time\n- held_back: held\n"))
     source = (root / PRIMES).read_text()
     hardcoded = source.replace('    return sum(1 for n in range(limit) if is_prime(n))',
                                '    return 1229 if limit == 10_000 else 0')
@@ -421,7 +644,7 @@ def test_held_back_inputs_catch_a_candidate_tuned_to_what_it_could_see(tmp_path:
     result = load(root / "WORK/improve/demo_primes/results/round_1/executor_1.json")
     assert result["status"] == "success"  # the runs it could see were fine
     report = load(root / "WORK/improve/demo_primes/merge_reports/iteration_1.json")
-    assert "held-back input 100: wrong answer" in report["reason"]
+    assert "wrong answer: count_primes(100) returned 0, expected 25" in report["reason"]
     history = load(root / "WORK/improve/demo_primes/history/iteration_1.json")
     assert history["losers"][0]["failure_analysis"]["category"] == "logic_error"
 

@@ -101,7 +101,7 @@ def load_all(root: Path, suite: str) -> tuple[Any, Any, dict[str, list[Any]]]:
     """The imported suite read with the harness's own loaders: (rubric, suite, cases by case file name)."""
     suite_path = root / "suites" / suite / "agents.yaml"
     config = load_suite(suite_path, rubrics_dir=root / "rubrics", runner_kinds=("prompt", "template", "python",
-                                                                                "command"))
+                                                                                "command"), input_roots=(root,))
     rubric_paths = {agent.rubric_path for agent in config.agents.values()}
     assert len(rubric_paths) == 1
     rubric = load_rubric(rubric_paths.pop(), import_root=root)
@@ -172,8 +172,8 @@ def test_promptfoo_getting_started_writes_a_suite_that_loads(here: Any) -> None:
     assert ("not carried over: providers[1] (anthropic:messages:claude-sonnet-4-6): one model runs the agents (the "
             "first provider); copy suites/<name>/ with another `model:` to compare models") in lines
     assert ("not carried over: tests[0].assert[1] (javascript): JavaScript does not run here; write it as a "
-            "`python: module:function` check (it gets the artifact and returns a score, "
-            "(score, reason) or {score, reason, fixes})") in lines
+            "`python: module:function` check in the rubric (or in a case, once ini harness_data_modules lists its "
+            "module): it gets the artifact and returns a score, (score, reason) or {score, reason, fixes}") in lines
     assert lines[-1] == f"next: pytest {suite} --collect-only"
     assert "wrote pytest.ini" not in lines  # the project has its own
     assert ("note: vars named input are written {{ inputs.NAME }}: the bare names are the harness's own slots"
@@ -333,9 +333,11 @@ def test_promptfoo_default_transform_becomes_the_rubrics_and_javascript_transfor
                                                                     "normalize": False}},
                                                "min_score": 1}}
     assert ("not carried over: tests[0].options.transform (JavaScript): `output.trim()` does not run here; write a "
-            "`transform: module:function` in Python") in lines
+            "`transform: module:function` in Python in the rubric (or on a case's check, once ini "
+            "harness_data_modules lists its module)") in lines
     assert ("not carried over: tests[1].assert[0].transform (JavaScript): `output.toUpperCase()` does not run here; "
-            "write a `transform: module:function` in Python") in lines
+            "write a `transform: module:function` in Python in the rubric (or on a case's check, once ini "
+            "harness_data_modules lists its module)") in lines
     cases = read_yaml(here.root / "suites/math/prompt_1.cases.yaml")["cases"]
     assert "checks" not in cases[1]  # its one assert needed the transform that did not carry over
     load_all(here.root, "math")
@@ -379,8 +381,8 @@ def test_promptfoo_self_grading_puts_default_asserts_in_the_shared_rubric(here: 
     code, lines, err = run_import("promptfoo", "grading/promptfooconfig.yaml", "--name", "shoes")
     assert code == 0, err
     assert ("not carried over: defaultTest.assert[1] (javascript): JavaScript does not run here; write it as a "
-            "`python: module:function` check (it gets the artifact and returns a score, "
-            "(score, reason) or {score, reason, fixes})") in lines
+            "`python: module:function` check in the rubric (or in a case, once ini harness_data_modules lists its "
+            "module): it gets the artifact and returns a score, (score, reason) or {score, reason, fixes}") in lines
     assert any(line.startswith("note: the judge is the harness's default model") for line in lines)
     suite = here.root / "suites/shoes"
     assert sorted(p.name for p in (suite / "prompts").iterdir()) == ["prompts_1.txt", "prompts_2.txt"]

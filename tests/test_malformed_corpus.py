@@ -169,10 +169,16 @@ CORPUS: dict[str, Bad] = {
         "rubrics/quality.yaml: file is 5", "over the 4 MB limit for a file the harness reads")),
     "rubric-alias-bomb": Bad("rubric", ALIAS_BOMB, ("expands to more than 2,000,000 values",)),
     "rubric-brackets-nested-too-deep": Bad("rubric", "a: " + "[" * 60_000, ("nested more than 1000 levels",)),
+    # Deep blocks and control characters are measured by the harness, not worded by the YAML library: the
+    # line stays the same whatever the library's release says (PyYAML 6.0.4 changed its words for deep blocks).
     "rubric-blocks-nested-too-deep": Bad("rubric", "".join(" " * i + "a:\n" for i in range(1500)),
-                                         ("nested too deeply",)),
+                                         ("rubrics/quality.yaml: indented blocks nested more than 1000 levels deep "
+                                          "(fix: flatten the YAML structure)",)),
+    "rubric-sequences-nested-too-deep": Bad("rubric", "- " * 1500 + "a\n", (
+        "indented blocks nested more than 1000 levels deep",)),
     "rubric-control-character": Bad("rubric", rubric("Says hello", "Says \x01hello"), (
-        "invalid YAML: unacceptable character #x0001",)),
+        "rubrics/quality.yaml: line 9: control character U+0001 at column 24 is not allowed in YAML (fix: remove it, "
+        "or write it as the escape \"\\x01\" in a double-quoted string)",)),
     "rubric-invalid-yaml": Bad("rubric", rubric("threshold: 0.8", "threshold: [0.8"), ("line ", "fix the YAML")),
     "rubric-duplicate-key": Bad("rubric", rubric("  concise:\n", "  greeting:\n"), (
         "duplicate key 'greeting'",)),
@@ -408,6 +414,26 @@ CORPUS: dict[str, Bad] = {
     "cases-no-cases": Bad("cases", "agent: writer\ncases: []\n", ("cases: expected a list with at least one case",)),
     "cases-flags-numbers": Bad("cases", CASES + "    flags: [1, 2]\n", (
         "cases[0].flags[0]: expected non-empty text, got 1",)),
+    "cases-beside-a-dataset": Bad("cases", CASES + "dataset: {file: data/qa.jsonl}\n", (
+        "suites/writer.cases.yaml: cases: given beside dataset:, but a case file takes its cases from one of them "
+        "(fix: move the hand-written cases to a case file of their own)",),
+        extra={"suites/data/qa.jsonl": '{"text": "hello"}\n'}),
+    "dataset-empty": Bad("cases", "agent: writer\ndataset: {file: data/qa.jsonl}\n", (
+        "suites/data/qa.jsonl: the dataset has no rows, so it gives no cases (fix: add rows",),
+        file="suites/data/qa.jsonl", extra={"suites/data/qa.jsonl": "\n\n"}),
+    "dataset-csv-header-only": Bad("cases", "agent: writer\ndataset: {file: data/qa.csv}\n", (
+        "suites/data/qa.csv: the dataset has no rows",), file="suites/data/qa.csv",
+        extra={"suites/data/qa.csv": "text\n"}),
+    "dataset-sampled-empty": Bad("cases", "agent: writer\ndataset: {file: data/qa.jsonl, sample: 3}\n", (
+        "suites/data/qa.jsonl: the dataset has no rows",), file="suites/data/qa.jsonl",
+        extra={"suites/data/qa.jsonl": ""}),
+    "dataset-csv-nul-character": Bad("cases", "agent: writer\ndataset: {file: data/qa.csv}\n", (
+        "suites/data/qa.csv: row 2 (line 3): holds a NUL character: a CSV file is text (is it UTF-16, or binary?) "
+        "(fix: save the file as UTF-8 CSV, without NUL characters)",), file="suites/data/qa.csv",
+        extra={"suites/data/qa.csv": 'text\nhello\n"hel\x00lo"\n'}),
+    "dataset-csv-utf16": Bad("cases", "agent: writer\ndataset: {file: data/qa.csv}\n", (
+        "suites/data/qa.csv: line 1 (the header): holds a NUL character",), file="suites/data/qa.csv",
+        extra={"suites/data/qa.csv": "text\nhello\n".encode("utf-16-le")}),
     "input-text-not-utf8": Bad("input", b"first line\nsecond " + NOT_UTF8 + b"\n", (
         "suites/data/notes.txt: line 2: byte 0xe9 at column 11 (byte offset 21) is not UTF-8",
         "save the file as UTF-8")),
@@ -437,6 +463,30 @@ CORPUS: dict[str, Bad] = {
     "prompt-empty-file": Bad("prompt", "", ("missing or empty sections: Role, Inputs",)),
     "prompt-missing-file": Bad("agents", agents("prompts/judge.md", "prompts/nowhere.md"), (
         "suites/agents.yaml: agents.writer.evaluator: prompt file", "nowhere.md cannot be read")),
+
+    # --- files a suite names, and code data names (data is data) --------------------------------------------
+    "agents-prompt-outside": Bad("agents", agents("prompts/judge.md", "../../outside/judge.md"), (
+        "suites/agents.yaml: agents.writer.evaluator: ../../outside/judge.md is outside the project",
+        "list its folder in ini harness_input_dirs")),
+    "agents-prompt-absolute": Bad("agents", agents("prompts/judge.md", "{prompt: /etc/passwd}"), (
+        "agents.writer.evaluator.prompt: /etc/passwd is outside the project",)),
+    "agents-judge-template-outside": Bad("agents", agents("prompts/judge.md", "{template: ../../outside/notes.txt}"), (
+        "agents.writer.evaluator.template: ../../outside/notes.txt is outside the project",)),
+    "agents-template-climbing-out": Bad("agents", agents('{python: "agentlib:produce"}',
+                                                         "{template: ../../../../../../../../etc/passwd}"), (
+        "agents.writer.producer.template: ../../../../../../../../etc/passwd is outside the project",)),
+    "agents-rubric-outside": Bad("agents", agents("rubric: quality", "rubric: ../../outside/quality.yaml"), (
+        "agents.writer.rubric: ../../outside/quality.yaml is outside the project",)),
+    "rubric-schema-file-outside": Bad("rubric", check("json_schema: {schema: /etc/passwd}"), (
+        "dimensions.greeting.check.json_schema.schema: /etc/passwd is outside the project",)),
+    "cases-check-names-code": Bad("cases", cases("notes: {file: data/notes.txt}}", "notes: {file: data/notes.txt}}\n"
+                                                 "    checks: [{python: 'shutil:rmtree'}]"), (
+        "cases[0].checks[0].check.python: 'shutil:rmtree' names code in module 'shutil'",
+        "(fix: name the check in the rubric, or list the module in ini harness_data_modules)")),
+    "cases-transform-names-code": Bad("cases", cases("notes: {file: data/notes.txt}}", "notes: {file: data/notes.txt}}"
+                                                     "\n    checks: [{check: {regex: h}, transform: 'os:getcwd'}]"), (
+        "cases[0].checks[0].transform: 'os:getcwd' names code in module 'os'",
+        "(fix: name the transform in the rubric, or list the module in ini harness_data_modules)")),
 
     # --- goal files ------------------------------------------------------------------------------------------
     "goal-not-utf8": Bad("goal", latin1(GOAL, "Raise VALUE"), (
@@ -538,14 +588,15 @@ def _write(root: Path, relpath: str, contents: str | bytes) -> None:
 def load(kind: str, root: Path) -> object:
     """What the harness does with a file of ``kind``: the loader a collection (or ``harness improve``) calls."""
     if kind in ("rubric", "review"):
-        return load_rubric(root / TARGETS[kind], import_root=root)
+        return load_rubric(root / TARGETS[kind], import_root=root, input_roots=(root,))
     if kind == "goal":
         return load_goal(root / TARGETS["goal"])
     if kind == "idea":
         return parse_idea(root / TARGETS["idea"])
     if kind == "prices":
         return load_price_table(root / "prices.yaml")
-    suite = load_suite(root / "suites/agents.yaml", rubrics_dir=root / "rubrics", runner_kinds=BUILTIN_RUNNER_KINDS)
+    suite = load_suite(root / "suites/agents.yaml", rubrics_dir=root / "rubrics", runner_kinds=BUILTIN_RUNNER_KINDS,
+                       input_roots=(root,))
     if kind in ("cases", "input"):
         return load_cases(root / DOT, agents=suite.agents, input_roots=(root,))
     return suite
@@ -830,6 +881,9 @@ RUNS = {
         "--harness-work-dir ", "cannot be made: ", "pytest.ini is a file, not a folder (fix: ")),
     "work-dir-unwritable": Run(("--harness-work-dir", "{unwritable}"), expect=(
         "--harness-work-dir ", "cannot write there", "(fix: give a folder you can write to)")),
+    # permission bits do not tell: root may write anywhere they say, but not into /proc
+    "work-dir-in-proc": Run(("--harness-work-dir", "/proc/nope"), expect=(
+        "--harness-work-dir /proc/nope: cannot write there (", "(fix: give a folder you can write to)")),
     "ini-work-dir-is-a-file": Run((), ini="harness_work_dir = pytest.ini", expect=(
         "ini harness_work_dir ", "is a file, not a folder (fix: ")),
     "ini-concurrency-text": Run((), ini="harness_concurrency = abc", expect=(
@@ -844,6 +898,12 @@ RUNS = {
         "ini harness_prices = 'prices.yaml': no file ", "(fix: create the price table")),
     "ini-input-dirs-missing": Run((), ini="harness_input_dirs = ../nowhere", expect=(
         "ini harness_input_dirs: ../nowhere", "is not a folder (fix: ")),
+    "ini-data-modules-not-a-module": Run((), ini="harness_data_modules = my-checks", expect=(
+        "ini harness_data_modules: 'my-checks' is not a module name (fix: list dotted module names",)),
+    "collect-case-check-names-code": Run(("suites/",), setup=lambda p: p.cases(
+        "writer", CASES_RUN + '    checks: [{python: "shutil:rmtree"}]\n'), ret=2,
+        expect=("suites/writer.cases.yaml: cases[0].checks[0].check.python: 'shutil:rmtree' names code in module "
+                "'shutil'", "(fix: name the check in the rubric, or list the module in ini harness_data_modules)")),
     "collect-case-file-not-utf8": Run(("suites/",), setup=lambda p: p.write("suites/writer.cases.yaml", "").write_bytes(
         latin1(CASES_RUN, "hello")), ret=2, expect=(
         "suites/writer.cases.yaml: line 4: byte 0xe9", "(fix: save the file as UTF-8)")),

@@ -295,7 +295,7 @@ def test_without_an_api_key_judged_dimensions_are_indeterminate(project: Project
     result = project.run("suites/", "-rs")
     result.assert_outcomes(skipped=1)
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["judged: 1 not scored (indeterminate) - set ANTHROPIC_API_KEY to judge them"])
+    result.stdout.fnmatch_lines(["judged: 1 not scored (indeterminate): no ANTHROPIC_API_KEY: set it in the environment*"])
     result.stdout.fnmatch_lines(["SKIPPED *judged_writer.cases.yaml:3: not scored (indeterminate): "
                                  "no ANTHROPIC_API_KEY*"])
     (row,) = project.runs()

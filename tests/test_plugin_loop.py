@@ -201,11 +201,12 @@ def test_command_runners_get_the_request_as_json_on_stdin(project: Project) -> N
     project.write("produce_cmd.py", """\
         import json, sys
         request = json.load(sys.stdin)
-        with open(f"{request['role']}-request.json", "w") as handle:
+        with open(f"out/{request['role']}-request.json", "w") as handle:
             json.dump(request, handle)
         print("goodbye" if request["role"] == "producer" else "hello " + request["artifact"].strip())
         """)
-    command = f'{{command: "{PYTHON} produce_cmd.py"}}'
+    (project.root / "out").mkdir()
+    command = f'{{command: "{PYTHON} produce_cmd.py", write: [out]}}'  # the project is read-only but for out/
     project.agents(f"""\
 agents:
   writer:
@@ -215,10 +216,10 @@ agents:
 """)
     result = project.run("suites/")
     result.assert_outcomes(passed=1)
-    producer = json.loads((project.root / "producer-request.json").read_text())
+    producer = json.loads((project.root / "out" / "producer-request.json").read_text())
     assert producer == {"agent": "writer", "case": "greet", "inputs": {"text": "goodbye"}, "role": "producer",
                         "attempt": 1}
-    reviser = json.loads((project.root / "reviser-request.json").read_text())
+    reviser = json.loads((project.root / "out" / "reviser-request.json").read_text())
     assert reviser["role"] == "reviser" and reviser["attempt"] == 2
     assert reviser["artifact"] == "goodbye\n" and reviser["suggested_fixes"] == ["Add 'hello'"]
     assert (project.cycle_dir() / "writer" / "final.md").read_text() == "hello goodbye\n"

@@ -147,7 +147,8 @@ def fast_batch_polls(monkeypatch: pytest.MonkeyPatch) -> None:
     (("--harness-judge-samples", "x"), None, "argument --harness-judge-samples: 'x' is not a whole number"),
     (("--harness-max-cost", "lots"), None, "argument --harness-max-cost: 'lots' is not an amount in USD such as 2.50"),
     (("--harness-max-cost", "-1"), None, "argument --harness-max-cost: -1 must not be negative"),
-    (("--harness-cache", "bogus"), None, "argument --harness-cache: invalid choice: 'bogus'"),
+    (("--harness-cache", "bogus"), None, "argument --harness-cache: 'bogus' is not one of auto, off, read, write, "
+                                        "refresh (fix: use one of"),
     (("--harness-rpm", "0"), None, "argument --harness-rpm: 0 must be at least 1"),
     ((), "harness_concurrency = many", "ini harness_concurrency = 'many': 'many' is not a whole number"),
     ((), "harness_cache = sometimes", "ini harness_cache = 'sometimes'"),

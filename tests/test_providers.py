@@ -8,10 +8,11 @@ from dataclasses import replace
 
 import pytest
 
-from conftest import JUDGED_CASES, JUDGED_RUBRIC, Project, prompt_text
+from conftest import JUDGED_CASES, Project, prompt_text
 from harness.errors import ExitCode, ModelCallError, ModelUnavailable
 from harness.llm import CallPolicy, Message, ModelClient, ModelSettings, Price, ToolSpec, Usage
-from harness.llm.providers import UnknownProvider, model_problem, provider_factory, register_provider
+from harness.llm.providers import (Provider, UnknownProvider, model_problem, provider_factory, register_provider,
+                                    unregister_provider)
 from harness.llm.providers.mock import MockAnswer, forget_mock_model, mock_model
 from harness.testing.fake_openai import FakeOpenAI
 from harness.testing.fake_openai import Reply as OpenAIReply
@@ -352,3 +353,125 @@ def test_the_tournaments_cost_meter_prices_with_the_runs_table_and_keeps_unprice
     unpriced = CostMeter()
     unpriced.add(ModelClient(ModelSettings(model="mock/echo")).complete(messages=[Message.user("x")]))
     assert unpriced.cost["cost_usd"] == 0 and unpriced.cost["input_tokens"] > 0 and not unpriced.spend.cost_known
+
+
+# -- what a provider cannot do is one line ----------------------------------------------------------------------
+
+
+def test_a_plugin_provider_that_cannot_be_built_is_one_line() -> None:
+    class Broken(Provider):
+        name = "broken"
+
+        def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+            raise ValueError("no config file at ~/.house.toml")
+
+        def send(self, request, *, batch=False):  # noqa: ANN001, ANN202
+            raise AssertionError("never built")
+
+    register_provider("broken", Broken)
+    try:
+        with pytest.raises(ModelCallError) as info:
+            ModelClient(ModelSettings(model="broken/m1"))
+    finally:
+        unregister_provider("broken")
+    assert str(info.value) == ("model provider 'broken' could not be set up: ValueError: no config file at "
+                               "~/.house.toml; check the provider (its plugin or its server)")
+    assert info.value.exit_code == ExitCode.INTERNAL_ERROR
+
+
+@pytest.mark.parametrize(("raised", "code"), [
+    (ConnectionRefusedError(111, "Connection refused"), ExitCode.UNAVAILABLE),
+    (TimeoutError("read timed out"), ExitCode.TIMEOUT),
+    (KeyError("choices"), ExitCode.INTERNAL_ERROR),
+], ids=["unreachable", "timeout", "bug"])
+def test_a_plugin_providers_exception_is_one_line_with_an_exit_code(raised: Exception, code: ExitCode) -> None:
+    class Failing(Provider):
+        name = "failing"
+
+        def send(self, request, *, batch=False):  # noqa: ANN001, ANN202
+            raise raised
+
+    register_provider("failing", Failing)
+    try:
+        with pytest.raises(ModelCallError) as info:
+            ModelClient(ModelSettings(model="failing/m1")).complete(messages=[Message.user("hi")])
+    finally:
+        unregister_provider("failing")
+    line = str(info.value)
+    assert line.startswith(f"model provider 'failing' for failing/m1 failed: {type(raised).__name__}: ")
+    assert "\n" not in line and info.value.exit_code == code and info.value.__cause__ is None
+
+
+def test_a_provider_without_a_model_name_is_one_collection_line(project: Project) -> None:
+    mixed_project(project)
+    project.agents(MIXED_AGENTS.replace("model: openai/gpt-4.1-mini", "model: openai/"))
+    result = project.run("suites/")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["suites/agents.yaml: judge.model: 'openai/' has no model name after the provider "
+                                 "(write provider/model, e.g. openai/gpt-4.1-mini, or a bare name for Anthropic's)"])
+    option = project.run("suites/", "--harness-judge-model", "openai/")
+    assert option.ret == pytest.ExitCode.USAGE_ERROR
+    option.stderr.fnmatch_lines(["*--harness-judge-model openai/: 'openai/' has no model name after the provider*"])
+
+
+def test_a_missing_openai_key_is_named_in_the_summary(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-dummy")  # an Anthropic key does not score an OpenAI judge
+    mixed_project(project)
+    result = project.run("suites/", "-rs")
+    result.assert_outcomes(skipped=1)
+    summary = [line for line in result.stdout.lines if line.startswith("judged: 1 not scored")]
+    assert summary == ["judged: 1 not scored (indeterminate): no OPENAI_API_KEY (nor OPENAI_BASE_URL for a server of "
+                       "your own): set it in the environment to run the model; anything that needs a model is "
+                       "indeterminate until then"]
+    assert "ANTHROPIC_API_KEY" not in result.stdout.str()
+
+
+WITHOUT_OPENAI = '''
+import sys
+
+sys.modules["openai"] = None  # as if the openai extra were not installed: `import openai` raises ImportError
+'''
+
+
+def test_without_the_openai_extra_an_openai_model_is_one_collection_line(project: Project) -> None:
+    mixed_project(project)
+    project.write("conftest.py", WITHOUT_OPENAI)
+    result = project.run("suites/", subprocess=True)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["suites/agents.yaml: judge.model: openai/... models need the openai package, which "
+                                 "is not installed: pip install 'pytest-rubric[openai]' (or pip install openai)"])
+    output = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in output and "Exception in thread" not in output
+
+
+UNBUILDABLE_PROVIDER = '''
+from harness.llm.providers import Provider
+
+
+class House(Provider):
+    name = "house"
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("no house config")
+
+    def send(self, request, *, batch=False):
+        raise AssertionError("never built")
+
+
+def pytest_harness_providers():
+    return {"house": House}
+'''
+
+
+def test_a_plugin_provider_that_cannot_be_set_up_is_one_collection_line(project: Project) -> None:
+    project.judged(JUDGED_CASES)
+    agents = project.root / "suites/agents.yaml"
+    agents.write_text(agents.read_text().replace("claude-haiku-4-5", "house/judge-1"))
+    project.write("conftest.py", UNBUILDABLE_PROVIDER)
+    result = project.run("suites/")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["model provider 'house' could not be set up: RuntimeError: no house config; check the "
+                                 "provider (its plugin or its server)"])
+    assert "Traceback" not in result.stdout.str() and "conftest.py:" not in result.stdout.str()

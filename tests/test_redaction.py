@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import QUALITY_RUBRIC, Project
-from harness.redaction import child_environment, is_credential_name, redact, redact_json
+from conftest import JUDGED_CASES, QUALITY_RUBRIC, Project
+from harness.redaction import child_environment, is_credential_name, redact, redact_json, redact_objects
 
 CANARY_KEY = "sk-ant-api03-CANARYcanaryCANARY0123456789abcdefghij"
 CANARY_PASSWORD = "canary-pass-5c1e7d"
@@ -64,6 +64,21 @@ def test_redact_json_reaches_every_string(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("API_TOKEN", 'tok"with\\quotes')
     data = {"a": ['tok"with\\quotes', 3, None], 'tok"with\\quotes': {"b": True}}
     assert redact_json(data) == {"a": ["[REDACTED:API_TOKEN]", 3, None], "[REDACTED:API_TOKEN]": {"b": True}}
+
+
+def test_redact_objects_reaches_every_string_of_a_pytest_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_SERVICE_TOKEN", CANARY_PASSWORD)
+
+    def fails(token: str) -> None:
+        raise RuntimeError(f"refused {token}")
+
+    with pytest.raises(RuntimeError) as info:
+        fails(CANARY_PASSWORD)
+    shown = info.getrepr(showlocals=True, funcargs=True)
+    assert CANARY_PASSWORD in str(shown)
+    assert redact_objects(shown) is shown  # changed in place, its shape kept for pytest's terminal and JUnit XML
+    assert CANARY_PASSWORD not in str(shown) and "refused [REDACTED:MY_SERVICE_TOKEN]" in str(shown)
+    assert shown.reprcrash is not None and shown.reprcrash.message == "RuntimeError: refused [REDACTED:MY_SERVICE_TOKEN]"
 
 
 def test_children_get_the_allowlist_and_what_is_declared() -> None:
@@ -157,7 +172,9 @@ def test_a_leaky_command_producer_leaves_no_secret_anywhere(project: Project, mo
     ("env: [DB-PASS]", "producer.env: expected a list of environment variable names"),
     ("timeout_s: -1", "producer.timeout_s: expected a positive number of seconds, got -1"),
     ("timeot_s: 5", "producer.timeot_s: unknown key (did you mean 'timeout_s'?) (fix: remove it or use one of: "
-                    "timeout_s, env)"),
+                    "timeout_s, env, network, read, write, memory_mb)"),
+    ("network: yes please", "producer.network: expected true or false"),
+    ("write: out", "producer.write: expected a list of text"),
 ])
 def test_command_runner_options_are_checked(project: Project, options: str, message: str) -> None:
     project.rubric("quality", QUALITY_RUBRIC)
@@ -165,3 +182,75 @@ def test_command_runner_options_are_checked(project: Project, options: str, mess
     project.cases("writer", "agent: writer\ncases:\n  - id: a\n    inputs: {text: hi}\n")
     result = project.run("suites")
     assert message in result.stdout.str() and "Traceback" not in result.stdout.str()
+
+
+# ------------------------------------------------------------------ pytest's own failure text and the JUnit XML
+
+HOUSE_KEY = "house-secret-4f9a0c2e7b"  # a credential-looking variable's value: no key shape, redacted by its name
+
+LEAKY_PROVIDER = '''
+import os
+from harness.llm.providers import Provider
+
+
+class House(Provider):
+    """A plugin provider whose error message carries the keys it was given."""
+
+    name = "house"
+
+    def send(self, request, *, batch=False):
+        raise RuntimeError(f"upstream refused key {os.environ['ANTHROPIC_API_KEY']} "
+                           f"(house token {os.environ['HOUSE_API_TOKEN']}, literal sk-ant-api03-{'L' * 40})")
+
+
+def pytest_harness_providers():
+    return {"house": House}
+'''
+
+# pytest's own tracebacks: a plain test that fails with the key in its message and a local variable, and a test
+# module that fails to import with the key in its error
+LEAKY_TEST = '''
+import os
+
+
+def test_a_plain_test_that_fails_with_a_key():
+    key = os.environ["ANTHROPIC_API_KEY"]
+    assert key == "something else", "the key " + key
+'''
+LEAKY_IMPORT = 'import os\nraise RuntimeError("cannot start with " + os.environ["HOUSE_API_TOKEN"])\n'
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["one-process", "xdist"])
+def test_a_plugin_providers_error_with_a_key_is_one_redacted_line_in_the_terminal_and_junit_xml(
+        project: Project, monkeypatch: pytest.MonkeyPatch, workers: tuple[str, ...]) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY_KEY)
+    monkeypatch.setenv("HOUSE_API_TOKEN", HOUSE_KEY)
+    project.judged(JUDGED_CASES)
+    agents = project.root / "suites/agents.yaml"
+    agents.write_text(agents.read_text().replace("claude-haiku-4-5", "house/judge-1"))
+    project.write("conftest.py", LEAKY_PROVIDER)
+    project.write("tests/test_plain.py", LEAKY_TEST)
+    project.write("tests/test_broken_import.py", LEAKY_IMPORT)
+    result = project.run("suites/", "tests/", "-rA", "-l", "--junitxml=junit.xml", "--continue-on-collection-errors",
+                         *workers, subprocess=True)
+    outcomes = result.parseoutcomes()
+    assert outcomes["failed"] == 2 and outcomes["errors"] >= 1, outcomes  # each xdist worker reports the import error
+
+    terminal = result.stdout.str() + result.stderr.str()
+    xml = (project.root / "junit.xml").read_text(encoding="utf-8")
+    for text in (terminal, xml):
+        for secret in (CANARY_KEY, HOUSE_KEY, "sk-ant-api03-LLLL"):
+            assert secret not in text
+    # the provider's failure: one line, redacted, no traceback
+    line = ("judged_writer[warm-hello] ERROR on attempt 1: model provider 'house' for house/judge-1 failed: "
+            "RuntimeError: upstream refused key [REDACTED:ANTHROPIC_API_KEY] (house token "
+            "[REDACTED:HOUSE_API_TOKEN], literal [REDACTED:anthropic-key]); check the provider (its plugin or its "
+            "server)")
+    assert line in result.stdout.lines
+    assert xml.count(line.replace("'", "&apos;")) + xml.count(line) >= 1
+    assert "conftest.py" not in result.stdout.str().split("warm-hello")[1].split("artifacts")[0]  # no frames
+    # pytest's own traceback, its locals, its crash line and the short summary: redacted where they show the key
+    assert "E       AssertionError: the key [REDACTED:ANTHROPIC_API_KEY]" in result.stdout.lines
+    assert "key        = '[REDACTED:ANTHROPIC_API_KEY]'" in result.stdout.lines
+    assert "cannot start with [REDACTED:HOUSE_API_TOKEN]" in terminal
+    assert xml.count("[REDACTED:ANTHROPIC_API_KEY]") >= 3 and "[REDACTED:HOUSE_API_TOKEN]" in xml

@@ -88,6 +88,11 @@ def test_demo_from_a_fresh_clone(tmp_path: Path) -> None:
 
     results = {p.stem: load(p) for p in (base / "results" / "round_1").glob("*.json")}
     assert results["executor_1"]["status"] == "success"
+    # the score is the run's CPU time, measured by the harness; the sealed check said every count was right
+    sieve = results["executor_1"]
+    assert sieve["sub_scores"] == {"correct": 1.0, "runtime_ms": sieve["benchmark_score"]}
+    assert sieve["benchmark_raw"] == '{"sub_scores": {"correct": 1.0}}\n'
+    assert 5 < load(base / "baseline.json")["score"] < r1["winner"]["score_before"]
     assert results["executor_2"]["status"] == "regression"
     assert results["executor_3"]["status"] == "error"
     assert results["executor_3"]["failure_analysis"]["category"] == "sealed_file_violation"
@@ -113,7 +118,7 @@ def test_demo_from_a_fresh_clone(tmp_path: Path) -> None:
         merges = merges[1:]
     assert merges == ["harness: merge experiment/round_1_executor_1 (round_1_user_01_sieve)"]
     assert "sieve" in (root / "goals/demo_primes/program/primes.py").read_text()
-    assert "LIMIT = 10_000" in (root / "goals/demo_primes/bench/benchmark.py").read_text()
+    assert "LOW, HIGH = 15_000, 18_750" in (root / "goals/demo_primes/bench/challenge.py").read_text()
     assert git(root, "status", "--porcelain") == ""
     assert len(worktrees(root)) == 1
 

@@ -1,11 +1,11 @@
-"""The tournament's parts on their own: statistics, sealed paths, critic, schemas, benchmark parsing."""
+"""The tournament's parts on their own: statistics, sealed paths, critic, schemas (benchmark runs:
+test_tournament_benchmark.py)."""
 
 from __future__ import annotations
 
 import json
 import math
 import sys
-import textwrap
 import threading
 from importlib import resources
 from pathlib import Path
@@ -15,11 +15,10 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from harness.tournament import critic, schemas, stats
-from harness.tournament.benchmark import BenchmarkSite, SealedManifest, SealedPaths, parse_output, run_benchmark
+from harness.tournament.benchmark import SealedManifest, SealedPaths
 from harness.tournament.confine import GoalSandbox
 from harness.tournament.executors import ModelExecutor
 from harness.tournament.gitops import GitRepo
-from harness.tournament.goal import BenchmarkSpec
 from harness.tournament.goal_file import load_goal
 from harness.tournament.ideas import list_ideas
 from harness.tournament.testing import goal_repo, synth_goal_md
@@ -97,91 +96,6 @@ def test_the_manifest_restores_sealed_files_and_notices_changes(tmp_path: Path) 
     assert bench.read_text() == original and manifest.verify(tmp_path / "r", repo) == []
 
 
-# ---------------------------------------------------------------------------------------------- benchmark runs
-
-
-def _box(tmp_path: Path, body: str, **benchmark: str) -> GoalSandbox:
-    """A goal in ``tmp_path`` whose benchmark is ``body`` (b.py), with 10 s to run (a loaded machine starts Python
-    slowly; only the timeout case asks for less)."""
-    (tmp_path / "b.py").write_text(textwrap.dedent(body))
-    fields = "".join(f"- {k}: {v}\n" for k, v in {"timeout": "10", **benchmark}.items())
-    md = synth_goal_md().replace("- command: {python} goals/synth/bench.py\n- timeout: 20\n",
-                                 f"- command: {{python}} b.py\n{fields}")
-    path = tmp_path / "goals" / "synth" / "goal.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(md)
-    return GoalSandbox(load_goal(path), tmp_path, tmp_path / ".git", tmp_path)
-
-
-def _run(box: GoalSandbox, cancel: threading.Event | None = None):  # noqa: ANN202
-    return run_benchmark(box, BenchmarkSite(box.repo_root), cancel=cancel)
-
-
-CHANNEL = "import os; out = open(os.environ['HARNESS_RESULT_FILE'], 'w'); "
-
-
-@pytest.mark.parametrize(("body", "kind", "detail"), [
-    (CHANNEL + "out.write('{\"score\": 3, \"sub_scores\": {\"a\": 1}}')", "ok", ""),
-    (CHANNEL + "out.write('no score here')", "parse_error", "no JSON object line"),
-    (CHANNEL + "out.write('{\"score\": \"fast\"}')", "parse_error", "score is not a number"),
-    ("print('{\"score\": 3}')", "parse_error", "wrote nothing to its result channel (HARNESS_RESULT_FD) (it "
-                                                 "printed a result on stdout"),
-    (CHANNEL + "out.write('{\"score\": 3}\\n{\"score\": 1}\\n')", "tampered",
-     "the result channel received 2 results"),
-    ("import sys; sys.exit(3)", "error", "the benchmark exited 3"),
-    ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", "oom", "most likely out of memory"),
-    ("import sys; sys.exit(137)", "oom", "exit 137"),
-    ("import time; time.sleep(30)", "timeout", "ran longer than 0.5 s"),
-])
-def test_benchmark_outcomes_are_classified(tmp_path: Path, body: str, kind: str, detail: str) -> None:
-    outcome = _run(_box(tmp_path, body, **({"timeout": "0.5"} if kind == "timeout" else {})))
-    assert outcome.kind == kind and detail in outcome.detail, outcome
-    if kind == "ok":
-        assert outcome.score == 3 and outcome.sub_scores == {"a": 1.0}
-
-
-def test_stdout_is_read_only_when_the_goal_trusts_it(tmp_path: Path) -> None:
-    outcome = _run(_box(tmp_path, "print('{\"score\": 3}')", result="stdout"))
-    assert outcome.kind == "ok" and outcome.score == 3
-
-
-def test_cpu_time_is_measured_from_outside_and_counts_background_work(tmp_path: Path) -> None:
-    # the program hands its work to a child it never waits for, and reports a fast time of its own
-    body = CHANNEL + textwrap.dedent("""\
-        import subprocess, sys, time
-        subprocess.Popen([sys.executable, "-c", "sum(i * i for i in range(3_000_000))"])
-        out.write('{"score": 0.001, "sub_scores": {"ok": 1}}')
-        out.close()
-        time.sleep(0.6)
-        """)
-    outcome = _run(_box(tmp_path, body, score_from="cpu_time", timeout="20"))
-    assert outcome.kind == "ok" and outcome.sub_scores == {"ok": 1.0}
-    assert outcome.score is not None and outcome.score > 100.0, outcome  # ms: the child's work counts
-
-
-def test_benchmark_secrets_are_not_passed_to_the_benchmark(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret")
-    monkeypatch.setenv("DB_PASS", "hunter2-hunter2")
-    box = _box(tmp_path, CHANNEL + "import json; out.write(json.dumps({'score': len(os.environ.get('ANTHROPIC_API_KEY', "
-                         "'') + os.environ.get('DB_PASS', ''))}))")
-    assert _run(box).score == 0
-
-
-def test_regex_scores() -> None:
-    spec = BenchmarkSpec(command="x", parse="regex", score_regex=r"score=([0-9.]+)",
-                         sub_score_regexes=(("speed", r"speed: ([0-9.]+)"),))
-    assert parse_output(spec, "speed: 2\nscore=1.5\nscore=2.5\n") == (2.5, {"speed": 2.0})
-    with pytest.raises(ValueError, match="sub_score_regex.speed matched nothing"):
-        parse_output(spec, "score=1")
-
-
-def test_a_cancelled_run_stops(tmp_path: Path) -> None:
-    cancel = threading.Event()
-    cancel.set()
-    with pytest.raises(KeyboardInterrupt):
-        _run(_box(tmp_path, "print(1)"), cancel)
-
-
 # ---------------------------------------------------------------------------------------------- critic
 
 
@@ -253,6 +167,20 @@ def test_critic_checks_each_with_a_reason(tmp_path: Path) -> None:
     assert schemas.errors_for("plan", ok[0]) == []
 
 
+def test_the_critic_flags_what_reaches_into_the_measurement_and_not_ordinary_code() -> None:
+    added = ["import __main__", "__main__.CLOCK = lambda: 0.0", "sys.modules['__main__'].limits = None",
+             "from __main__ import CLOCK", "open('/proc/1/fd/3', 'w')", "time.process_time = lambda: 0.0",
+             'if __name__ == "__main__":', "    main()", "total = sum(sieve)"]
+    diff = "--- a/p.py\n+++ b/p.py\n@@ -1 +1,9 @@\n" + "".join(f"+{line}\n" for line in added)
+    assert critic.measurement_flags(diff) == [
+        "the benchmark's own module: p.py: +import __main__",
+        "the benchmark's own module: p.py: +sys.modules['__main__'].limits = None",
+        "the benchmark's own module: p.py: +from __main__ import CLOCK",
+        "the result channel: p.py: +open('/proc/1/fd/3', 'w')",
+        "a timer: p.py: +time.process_time = lambda: 0.0",
+    ]
+
+
 def test_history_reference_to_an_unknown_plan_fails(tmp_path: Path) -> None:
     plan = _plan("planner_a", "optimization")
     plan["history_reference"]["builds_on"] = "round_7_planner_q"
@@ -276,7 +204,7 @@ def test_every_seed_contract_ships_as_a_valid_schema() -> None:
 def test_merge_report_reason_rule() -> None:
     report = {"iteration": 1, "goal_slug": "g", "winner": None, "archived": [], "regressions_detected": False,
               "re_benchmark_score": None, "status": "no_winner", "reason": None}
-    assert schemas.errors_for("merge_report", report) == ["reason: None is not of type 'string'"]
+    assert schemas.errors_for("merge_report", report) == ["reason: None is null, not text"]
     report.update(reason="all failed")
     assert schemas.errors_for("merge_report", report) == []
     report.update(status="merged")

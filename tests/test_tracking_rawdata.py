@@ -51,5 +51,5 @@ def test_events(tmp_path: Path) -> None:
 def test_a_hand_edited_entry_is_reported_with_its_index(tmp_path: Path) -> None:
     path = tmp_path / "events.json"
     path.write_text(json.dumps([{"timestamp": "t", "event_type": "config_change"}, {"event_type": "x"}]))
-    with pytest.raises(HarnessConfigError, match=r"events\.json: \[1\]\.timestamp: Field required"):
+    with pytest.raises(HarnessConfigError, match=r"events\.json: \[1\]\.timestamp: missing \(fix: "):
         read_events(path)

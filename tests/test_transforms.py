@@ -124,9 +124,11 @@ def test_a_json_path_takes_the_value_there_as_text(tmp_path: Path) -> None:
 
 def test_an_artifact_that_is_not_json_is_a_data_error(tmp_path: Path) -> None:
     err = failure(parse({"json_path": "answer.text"}, tmp_path), "The answer is Paris.")
-    assert str(err) == (f"{tmp_path}/rubrics/qa.yaml: {FIELD}.json_path: cannot read answer.text: the artifact is "
-                        "not valid JSON: Expecting value at line 1 column 1 (fix: make the producer answer JSON "
-                        "(or a ```json block), or drop the transform)")
+    line = str(err)  # the JSON parser's own words stand between ours: not asserted
+    assert line.startswith(f"{tmp_path}/rubrics/qa.yaml: {FIELD}.json_path: cannot read answer.text: the artifact "
+                           "is not valid JSON: ")
+    assert line.endswith(" at line 1 column 1 (fix: make the producer answer JSON (or a ```json block), or drop the "
+                         "transform)")
     assert err.exit_code == ExitCode.DATA_ERROR
 
 

@@ -6,7 +6,6 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -17,6 +16,7 @@ from harness.checks.base import REASON_ITEM_LIMIT, CheckContext, CheckResult, pl
 from harness.checks.paths import MISSING, json_path, value_at
 from harness.checks.registry import check_kind
 from harness.fields import Fields, one_line
+from harness.jsonschemas import error_line
 from harness.yamlfile import parse_yaml, read_text
 
 _JSON_BLOCK = re.compile(r"```[ \t]*json[ \t]*\r?\n(.*?)```", re.IGNORECASE | re.DOTALL)
@@ -74,7 +74,7 @@ class JsonSchemaCheck:
             self.validator.iter_errors(instance),
             key=lambda e: [(0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in e.absolute_path],
         )
-        return [f"{json_path(e.absolute_path, prefix)}: {one_line(e.message, 100)}" for e in errors]
+        return [one_line(error_line(e, prefix), 160) for e in errors]  # the one wording of schema errors
 
     def run(self, artifact: str, context: CheckContext) -> CheckResult:
         document, failed = self._document(artifact)
@@ -122,7 +122,9 @@ class JsonSchemaCheck:
 
 
 def _load_schema_file(raw: str, f: Fields) -> Any:
-    target = Path(raw) if Path(raw).is_absolute() else f.base_dir / raw
+    """The schema file ``raw`` names, relative to the file that names it and inside the project."""
+    f.project_path(raw, "schema", example="a schema file inside the project, such as schemas/target.json")
+    target = f.base_dir / raw
     if not target.is_file():
         raise f.error("schema", f"cannot read schema file {raw!r} ({target}): no such file",
                       f"check the path; relative paths resolve from {f.base_dir}")

@@ -1,6 +1,11 @@
 """The ``python`` check: a function of the user's project scores the artifact.
 
-Also :func:`import_callable`, which the ``python`` runners use to import ``module:function`` the same way.
+Also :func:`import_callable`, which the ``python`` runners use to import ``module:function`` the same way, and
+:func:`callable_at`, which transforms use. Data never chooses code: where the place is data (a case's ``checks:``,
+a dataset row: ``Fields.data_modules`` is set), a ``module:function`` outside the modules ini
+harness_data_modules lists is refused before anything is imported, and the function must be defined in one of
+them (not merely reachable through one, as ``mychecks:shutil.rmtree`` would be). A check's function is never a
+slot, in a rubric either: a case's values would choose the code.
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import slots
 from harness.checks.base import CheckContext, CheckResult
 from harness.checks.registry import check_kind
-from harness.errors import AgentRunError
+from harness.errors import AgentRunError, HarnessConfigError
 from harness.fields import Fields, one_line
 
 _SYS_PATH_LOCK = threading.RLock()
@@ -52,7 +58,24 @@ def _is_under(file: str | None, root: Path) -> bool:
     return True
 
 
-def _import_callable(spec: str, f: Fields, key: str | None) -> Callable[..., Any]:
+DATA_MODULES_FIX = "name the {what} in the rubric, or list the module in ini harness_data_modules"
+
+
+def in_modules(module_name: str, modules: tuple[str, ...]) -> bool:
+    """``module_name`` is one of ``modules`` or a submodule of one."""
+    return any(module_name == listed or module_name.startswith(listed + ".") for listed in modules)
+
+
+def _refused_by_data(spec: str, module_name: str, f: Fields, key: str | None, what: str) -> HarnessConfigError:
+    listed = f", which lists {', '.join(f.data_modules)}" if f.data_modules else ", which lists none"
+    return f.error(key, f"{spec!r} names code in module {module_name!r}: data (a case, a dataset row) may name code "
+                   f"only from the modules of ini harness_data_modules{listed}", DATA_MODULES_FIX.format(what=what))
+
+
+def callable_at(spec: str, f: Fields, key: str | None = None, *, what: str = "check") -> Callable[..., Any]:
+    """The function ``spec`` (``module:function``) names at the place ``f`` (``key`` under it), imported from
+    ``f.import_root``; every problem is one error naming the file and field. Where ``f`` is data, only the
+    modules of ini harness_data_modules may be named (``what``, "check" or "transform", words the fix)."""
     import_root = f.import_root
     module_name, sep, attr_path = spec.partition(":")
     if not sep or not all(p.isidentifier() for p in module_name.split(".")) or not all(
@@ -60,6 +83,9 @@ def _import_callable(spec: str, f: Fields, key: str | None) -> Callable[..., Any
     ):
         raise f.error(key, f"{spec!r} is not 'module:function'",
                       "write e.g. 'my_checks:score_sources' (module importable from the rubric's project root)")
+    data = f.data_modules
+    if data is not None and (not in_modules(module_name, data) or any(p.startswith("_") for p in attr_path.split("."))):
+        raise _refused_by_data(spec, module_name, f, key, what)  # before the import: importing runs code
     top = module_name.split(".")[0]
     with _on_sys_path(import_root):
         try:
@@ -92,12 +118,15 @@ def _import_callable(spec: str, f: Fields, key: str | None) -> Callable[..., Any
     if not callable(target):
         raise f.error(key, f"{spec} is a {type(target).__name__}, not a function",
                       "point at a function taking (artifact, context, **options)")
+    if data is not None and not in_modules(str(getattr(target, "__module__", None)), data):
+        # a name the module imported (`from shutil import rmtree`) is reachable through it, not defined in it
+        raise _refused_by_data(spec, str(getattr(target, "__module__", None)), f, key, what)
     return target
 
 
 def import_callable(spec: str, *, path: Path | str, field: str, import_root: Path) -> Callable[..., Any]:
     """Import ``module:function`` from ``import_root``; every problem names ``path`` and ``field``."""
-    return _import_callable(spec, Fields.of(path, field, import_root=import_root), None)
+    return callable_at(spec, Fields.of(path, field, import_root=import_root))
 
 
 def _to_result(spec: str, value: Any) -> CheckResult:
@@ -166,18 +195,24 @@ class PythonCheck:
 @check_kind("python")
 def parse_python(raw: Any, f: Fields) -> PythonCheck:
     example = "python: {function: 'my_checks:score_sources', options: {min_sources: 2}}"
-    if isinstance(raw, str):
+    if isinstance(raw, str) or not isinstance(raw, Mapping):
         spec, key, options = raw, None, {}
     else:
         opts = f.mapping(raw, allowed=("function", "options"), example=example, required_any=("function",))
-        spec, key = f.string(opts["function"], "function"), "function"
+        spec, key = opts["function"], "function"
         options = opts.get("options", {})
         if options is None:
             options = {}
         if not isinstance(options, Mapping) or not all(isinstance(k, str) and k.isidentifier() for k in options):
             raise f.expected("options", "a mapping of keyword arguments", options,
                              "write options: {name: value} with identifier names")
-    function = _import_callable(f.string(spec, key), f, key)
+    if not isinstance(spec, str) or slots.nested_slots(spec):
+        # One problem whatever a slot would be filled with, so that checks/templated.py refuses the slot when the
+        # rubric loads instead of filling the function from each case: a case's values never choose code.
+        raise f.error(key, "expected module:function written as text in the file, never a value or a slot: "
+                      "a case would choose the code", "write e.g. 'my_checks:score_sources'; pass a case's values "
+                      "as options: {function: ..., options: {name: \"{inputs.name}\"}}")
+    function = callable_at(spec, f, key)
     problem = call_problem(function, "artifact", None, **options)
     if problem:
         names = ", ".join(options) or "no options"

@@ -15,7 +15,7 @@ mistake and returns a frozen check whose ``run(artifact, context)`` is pure and 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
@@ -88,14 +88,18 @@ def with_plugin_kinds(contributions: Iterable[tuple[str, Any]]) -> Mapping[str, 
 
 
 def parse_check(raw: Any, *, path: Path, field: str, base_dir: Path, import_root: Path,
-                kinds: Mapping[str, CheckParser] | None = None) -> Check:
+                kinds: Mapping[str, CheckParser] | None = None, roots: Sequence[Path] = (),
+                data_modules: Sequence[str] | None = None) -> Check:
     """Parse the YAML value under a dimension's ``check:`` into a runnable check.
 
     ``path`` and ``field`` (e.g. ``dimensions.bu_fit.check``) name the rubric file and field in errors;
     ``base_dir`` resolves relative schema paths; ``import_root`` is put on ``sys.path`` while importing
     ``module:function`` callables (temporarily, under a lock, only if not already there; a callable that
     imports more modules lazily at call time must find them on the normal sys.path). ``kinds`` are the
-    kinds in effect (:func:`with_plugin_kinds`); by default the built-ins.
+    kinds in effect (:func:`with_plugin_kinds`); by default the built-ins. ``roots`` are the folders a file the
+    check names must lie in (the project and ini harness_input_dirs; default: ``import_root``); ``data_modules``
+    is set when the check is data (a case's ``checks:``, a dataset row): the only modules its code may come from
+    (:attr:`~harness.fields.Fields.data_modules`).
 
     Options that hold case slots (``contains: {all: ["{expected}"]}``, harness/slots.py) make a check that fills
     them from each case when it runs (harness/checks/templated.py); :func:`~harness.checks.base.check_slots`
@@ -104,7 +108,8 @@ def parse_check(raw: Any, *, path: Path, field: str, base_dir: Path, import_root
     Raises HarnessConfigError for every mistake.
     """
     known = builtin_kinds() if kinds is None else kinds
-    place = Fields(path, field, base_dir, import_root)
+    place = Fields(path, field, base_dir, import_root, tuple(roots),
+                   None if data_modules is None else tuple(data_modules))
     if isinstance(raw, Mapping) and len(raw) > 1:
         raise place.error(None, f"has {len(raw)} keys ({', '.join(map(str, raw))}); a check has exactly one kind",
                           "keep one kind per dimension (split the others into their own dimensions)")

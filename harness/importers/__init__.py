@@ -3,8 +3,13 @@
 ``harness import promptfoo promptfooconfig.yaml`` (:mod:`harness.importers.promptfoo`) and ``harness import
 openai-evals SPEC.yaml SAMPLES.jsonl`` (:mod:`harness.importers.openai_evals`) each build a :class:`Plan`: the
 files to write (a rubric, ``suites/NAME/agents.yaml``, case files, template files, a dataset) and one line per
-thing that does not carry over. :func:`write_plan` writes it, never over an existing file unless told to, and
-:func:`load_problems` reads the written files back with the harness's own loaders.
+thing that does not carry over. :func:`write_plan` writes it, all or nothing, never over an existing file unless
+told to, and :func:`load_problems` reads the written files back with the harness's own loaders.
+
+A config's data fills slots: every file it names lies inside the project (its own folder or ``--out``, symbolic
+links resolved), checked before anything is written, and no imported file names code (a ``python:`` check, a
+``module:function`` transform): what would need code is a ``not carried over:`` line saying what to write
+instead.
 
 A bad input file is one :class:`ImportInputError` naming the file and the field (exit code 64), never a
 traceback.
@@ -12,7 +17,11 @@ traceback.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import shutil
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -168,28 +177,95 @@ def unsupported_template_parts(text: str) -> list[str]:
 # --- writing -----------------------------------------------------------------------------------
 
 
-def planned_paths(plan: Plan, out: Path) -> list[Path]:
-    return [out / rel for rel in plan.files]
-
-
 def write_plan(plan: Plan, out: Path, *, force: bool = False) -> list[Path]:
-    """Write the plan's files under ``out``; an existing file stops the import first, unless ``force``."""
+    """Write the plan's files under ``out``, all of them or none; an existing file stops the import first, unless
+    ``force``.
+
+    Every file is staged first, written through the redaction filter into a folder under ``out`` (the same
+    filesystem), then renamed into place, each atomically. A failure at any point (a file where a folder goes, a
+    full disk, Ctrl-C) takes back what this import put in place, restores the files it overwrote and removes
+    the folders it made: no file of the import is left, and the files that were there are untouched."""
+    targets = [out / rel for rel in plan.ordered()]
     if not force:
-        existing = [path for path in planned_paths(plan, out) if path.exists()]
+        existing = [path for path in targets if path.exists()]
         if existing:
             others = f" (and {len(existing) - 1} more)" if len(existing) > 1 else ""
             raise ImportTargetError(f"import: {existing[0]} exists{others}: nothing was written (fix: --force to "
                                     "overwrite, or --out another folder)")
-    written = []
-    for rel in plan.ordered():
-        text = plan.files[rel]
-        path = out / rel
-        try:
-            atomic_write_text(path, text)  # whole or not at all, and a secret in the imported config redacted
-        except OSError as exc:
-            raise ImportTargetError(f"import: cannot write {path}: {exc.strerror or exc}") from None
-        written.append(path)
-    return written
+    for path in targets:
+        blocked = _blocked(path)
+        if blocked:
+            raise ImportTargetError(f"import: cannot write {path}: {blocked}: nothing was written (fix: move it "
+                                    "away, or --out another folder)")
+    made: list[Path] = []  # the folders this import made, outermost first
+    placed: list[tuple[Path, Path | None]] = []  # each file put in place, and the copy of the file it replaced
+    stage: Path | None = None
+    current = out
+    try:
+        _make_folders(out, made)
+        stage = Path(tempfile.mkdtemp(prefix=".harness-import-", dir=out))
+        for number, rel in enumerate(plan.ordered()):
+            current = targets[number]
+            atomic_write_text(stage / str(number), plan.files[rel])  # a secret in the imported config redacted
+        for number, path in enumerate(targets):
+            current = path
+            _make_folders(path.parent, made)
+            kept = _keep(path, stage / f"{number}.replaced") if path.exists() else None
+            os.replace(stage / str(number), path)
+            placed.append((path, kept))
+    except BaseException as exc:
+        _take_back(placed, stage, made)
+        if isinstance(exc, OSError):
+            raise ImportTargetError(f"import: cannot write {current}: {exc.strerror or exc}: nothing was written"
+                                    ) from None
+        raise
+    shutil.rmtree(stage, ignore_errors=True)
+    return targets
+
+
+def _blocked(path: Path) -> str | None:
+    """Why ``path`` cannot be written as a file, told before anything is: a folder there, or a file where one of
+    its folders goes."""
+    if path.is_dir():
+        return "it is a folder"
+    folder = path.parent
+    while not os.path.lexists(folder) and folder != folder.parent:
+        folder = folder.parent
+    return None if folder.is_dir() else f"{folder} is not a folder"
+
+
+def _make_folders(folder: Path, made: list[Path]) -> None:
+    missing = []
+    while not os.path.lexists(folder) and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for each in reversed(missing):
+        each.mkdir()
+        made.append(each)
+
+
+def _keep(path: Path, copy: Path) -> Path:
+    """A copy of the file ``path`` that the import overwrites (a hard link: the file stays in place meanwhile)."""
+    try:
+        os.link(path, copy)
+    except OSError:  # a filesystem without hard links
+        shutil.copy2(path, copy)
+    return copy
+
+
+def _take_back(placed: list[tuple[Path, Path | None]], stage: Path | None, made: list[Path]) -> None:
+    """Undo an import that failed part of the way: its files removed, the files it replaced put back."""
+    for path, kept in reversed(placed):
+        with contextlib.suppress(OSError):
+            if kept is not None:
+                os.replace(kept, path)
+            else:
+                path.unlink()
+    if stage is not None:
+        shutil.rmtree(stage, ignore_errors=True)
+    for folder in reversed(made):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def pytest_opt_in(plan: Plan, out: Path) -> str | None:
@@ -215,12 +291,12 @@ def load_problems(plan: Plan, out: Path) -> list[str]:
     root = out.resolve()
     rubric = root / plan.rubric_file
     try:
-        load_rubric(rubric, import_root=root)
+        load_rubric(rubric, import_root=root, input_roots=(root,))
     except HarnessError as exc:
         problems.append(str(exc))
     suite_path = root / plan.suite_dir / "agents.yaml"
     try:
-        suite = load_suite(suite_path, rubrics_dir=root / "rubrics",
+        suite = load_suite(suite_path, rubrics_dir=root / "rubrics", input_roots=(root,),
                            runner_kinds=tuple(dict.fromkeys((*BUILTIN_RUNNER_KINDS, "template"))))
     except HarnessError as exc:
         return [*problems, str(exc)]

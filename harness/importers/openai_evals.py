@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessConfigError
+from harness.fields import inside
 from harness.importers import (NO_REVISION, ImportInputError, Plan, dump_yaml, identifier, mapping_at,
                                protect_literal_braces)
 from harness.models import ModelSettings
@@ -201,7 +202,7 @@ def _model_graded(plan: Plan, spec: Spec, samples_path: Path, out: Path, registr
         if name == output_name:
             slot_map[name] = "output"
         elif name == "ideal":
-            _every_row_has(samples_path, rows, "ideal", f"the prompt uses {{ideal}}")
+            _every_row_has(samples_path, rows, "ideal", "the prompt uses {ideal}")
             slot_map[name] = "expected"
         else:
             _every_row_has(samples_path, rows, name, f"the prompt of {spec.key} uses {{{name}}}")
@@ -318,11 +319,12 @@ def _from_registry(path: Path, key: str, entry: Mapping[str, Any], samples_path:
 
 
 def _find_spec(path: Path, key: str, spec_name: str) -> tuple[Path, Mapping[str, Any]]:
-    """The spec a registry entry names, looked for as openai/evals' registry keeps them: registry/modelgraded/."""
+    """The spec a registry entry names, looked for as openai/evals' registry keeps them: registry/modelgraded/.
+    A symbolic link that leads out of the folder it is in is not read."""
     folders = [path.parent.parent / "modelgraded", path.parent / "modelgraded", path.parent]
     for folder in folders:
         for candidate in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
-            if candidate.resolve() == path.resolve():
+            if candidate.resolve() == path.resolve() or not inside(candidate, (folder,)):
                 continue
             raw = _load(candidate)
             if isinstance(raw, Mapping) and isinstance(raw.get(spec_name), Mapping):

@@ -68,7 +68,7 @@ TOP_LEVEL = ("description", "prompts", "providers", "targets", "defaultTest", "t
 
 def plan_import(config_path: Path, out: Path, name: str | None = None) -> Plan:
     """The files ``harness import promptfoo`` writes for ``config_path``, and what does not carry over."""
-    config = Config(config_path)
+    config = Config(config_path, out)
     try:
         raw = parse_yaml(read_text(config_path), config_path)
     except HarnessConfigError as exc:

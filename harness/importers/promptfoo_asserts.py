@@ -17,6 +17,7 @@ from typing import Any
 
 from harness import slots
 from harness.errors import HarnessConfigError
+from harness.fields import inside
 from harness.importers import ImportInputError, Plan, identifier, protect_literal_braces, unique
 from harness.yamlfile import parse_yaml, read_text
 
@@ -30,15 +31,21 @@ FACTUALITY_CHOICES = {
 }
 FACTUALITY_OPTIONS = {"A": "subset", "B": "superset", "C": "agree", "D": "disagree", "E": "differButFactual"}
 
+# Code is named by the project (a rubric), never by imported data: a case may name it only from a module the
+# project lists (ini harness_data_modules), so the importers write none and say where it goes.
+PYTHON_CHECK = ("a `python: module:function` check in the rubric (or in a case, once ini harness_data_modules lists "
+                "its module)")
+PYTHON_TRANSFORM = ("write a `transform: module:function` in Python in the rubric (or on a case's check, once ini "
+                    "harness_data_modules lists its module)")
 JUDGED = ("llm-rubric", "model-graded-closedqa", "factuality", "model-graded-factuality", "g-eval")
 NOT_CARRIED = {
     "javascript": ("JavaScript does not run here",
-                   "write it as a `python: module:function` check (it gets the artifact and "
-                   "returns a score, (score, reason) or {score, reason, fixes})"),
+                   f"write it as {PYTHON_CHECK}: it gets the artifact and returns a score, (score, reason) or "
+                   "{score, reason, fixes}"),
     "python": ("promptfoo's get_assert(output, context) is not this harness's check signature",
-               "wrap it in a `python: module:function` check that returns a score, (score, reason) or "
-               "{score, reason, fixes}"),
-    "webhook": ("the harness calls no webhooks", "call the service from a `python: module:function` check"),
+               "wrap it in a function that returns a score, (score, reason) or {score, reason, fixes}, named by "
+               f"{PYTHON_CHECK}"),
+    "webhook": ("the harness calls no webhooks", f"call the service from {PYTHON_CHECK}"),
     "cost": ("the run record keeps every model call's cost, but there is no cost gate per test",
              "cap a run's spend with --harness-max-cost USD"),
     "latency": ("there is no latency gate", "bound each model call with `timeout_s:` under `model:`"),
@@ -88,14 +95,21 @@ class Dim:
 
 
 class Config:
-    """The config file being read: where it is, and how its places are named in messages."""
+    """The config file being read: where it is, how its places are named in messages, and the folders the files
+    it names must lie in (its own folder and the project the import writes into, ``out``)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, out: Path):
         self.path = path
         self.base = path.parent
+        self.roots = (self.base, out)
 
     def error(self, where: str, problem: str, fix: str | None = None) -> ImportInputError:
         return ImportInputError(self.path, where or None, problem, fix)
+
+    def _outside(self, ref: str, where: str) -> ImportInputError:
+        return self.error(where, f"{ref} is outside the project: the files a config names must be under its folder "
+                          f"({self.base.resolve()}) or --out ({self.roots[1].resolve()})",
+                          "copy the file into the project and name it relative to the config")
 
     def load(self, path: Path, where: str) -> Any:
         """A YAML or JSON file the config names (``file://``), parsed; an unreadable one names the field."""
@@ -105,21 +119,35 @@ class Config:
             raise self.error(where, f"cannot read {path.name}: {exc.problem}", exc.fix) from None
 
     def file_path(self, ref: str, where: str) -> Path:
-        path = (self.base / ref[len("file://"):]).resolve()
+        """The file a ``file://`` reference names, relative to the config: refused unless it lies inside the
+        project (symbolic links resolved), before anything is read or written."""
+        text = ref[len("file://"):]
+        try:
+            path = (self.base / text).resolve()
+            within = bool(text.strip()) and "\0" not in text and inside(path, self.roots)
+        except (OSError, RuntimeError, ValueError):  # a loop of links, a NUL byte
+            within = False
+        if not within:
+            raise self._outside(ref, where)
         if not path.is_file() and not any(ch in ref for ch in "*?["):
-            raise self.error(where, f"no file {ref[len('file://'):]} (looked in {self.base})",
+            raise self.error(where, f"no file {text} (looked in {self.base})",
                              "fix the path; it is relative to the config file")
         return path
 
     def files(self, ref: str, where: str) -> list[Path]:
-        """The files a ``file://`` reference names (a glob names several, in sorted order)."""
+        """The files a ``file://`` reference names (a glob names several, in sorted order), all inside the
+        project."""
         text = ref[len("file://"):]
-        if any(ch in text for ch in "*?["):
-            found = sorted(p for p in self.base.glob(text) if p.is_file())
-            if not found:
-                raise self.error(where, f"{text!r} matches no file under {self.base}", "fix the glob")
-            return found
-        return [self.file_path(ref, where)]
+        if not any(ch in text for ch in "*?["):
+            return [self.file_path(ref, where)]
+        if Path(text).is_absolute():
+            raise self._outside(ref, where)  # a glob is relative to the config, as every path it names
+        found = sorted(p for p in self.base.glob(text) if p.is_file())
+        if any(not inside(p, self.roots) for p in found):
+            raise self._outside(ref, where)
+        if not found:
+            raise self.error(where, f"{text!r} matches no file under {self.base}", "fix the glob")
+        return found
 
 
 # --- CSV tests' asserts -------------------------------------------------------------------------
@@ -264,15 +292,15 @@ def _not_carried_reason(base: str, negated: bool) -> tuple[str, str | None]:
     if base in NOT_CARRIED:
         return NOT_CARRIED[base]
     if base in NGRAM:
-        return "there is no n-gram overlap metric", "use a `similar` check or a `python: module:function` check"
+        return "there is no n-gram overlap metric", f"use a `similar` check or {PYTHON_CHECK}"
     if base in RAG:
         return "retrieval metrics need the retrieved context", "write a criterion describing what the answer needs"
     if base.startswith("is-valid-openai") or base in ("is-xml", "contains-xml", "is-sql", "contains-sql", "is-html",
                                                       "contains-html", "classifier", "finish-reason"):
-        return "no check of this kind", "use a `regex` or a `python: module:function` check"
+        return "no check of this kind", f"use a `regex` check or {PYTHON_CHECK}"
     if negated:
-        return "the negation of this assert has no counterpart", "use a `python: module:function` check"
-    return "no counterpart", "use a `python: module:function` check or a criterion"
+        return "the negation of this assert has no counterpart", f"use {PYTHON_CHECK}"
+    return "no counterpart", f"use {PYTHON_CHECK}, or a criterion"
 
 
 def _judged(config: Config, base: str, value: Any, threshold: float | None, weight: float, name: str, where: str,
@@ -329,7 +357,7 @@ def _assert_transform(item: Mapping[str, Any], test_transform: dict[str, Any] | 
     own = _json_path_of(str(item["transform"]))
     if own is None:
         plan.not_carried(f"{where}.transform", "JavaScript", f"`{item['transform']}` does not run here",
-                         "write a `transform: module:function` in Python")
+                         PYTHON_TRANSFORM)
         return False
     if own == "":
         return test_transform
@@ -346,7 +374,7 @@ def transform_of(options: Any, where: str, plan: Plan) -> dict[str, Any] | None:
     path = _json_path_of(text)
     if path is None:
         plan.not_carried(where, "JavaScript", f"`{' '.join(text.split())}` does not run here",
-                         "write a `transform: module:function` in Python")
+                         PYTHON_TRANSFORM)
         return None
     return {"json_path": path} if path else None
 

@@ -22,7 +22,7 @@ from harness import jsonschemas
 from harness.errors import ExitCode, ModelCallError, ModelUnavailable
 from harness.llm.cache import cache_key
 from harness.llm.policy import CallPolicy
-from harness.llm.providers import Provider, UnknownProvider, make_provider
+from harness.llm.providers import Provider, UnknownProvider, make_provider, provider_failure
 from harness.llm.types import GenerationResult, Message, ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec
 from harness.models import ModelSettings
 from harness.usage import Usage, add_costs
@@ -78,13 +78,15 @@ class ModelClient:
         """Start importing the provider's SDK in the background when a call is likely: a call can be made, and
         the response cache cannot answer (its mode does not read, or there is no cache file yet). A later run
         that the cache answers whole never pays for the import."""
-        if not self.available:
-            return
         read, _, _ = self.policy.cache_access(self.settings.temperature)
         cache = self.policy.cache
         if read and cache is not None and cache.path.exists():
             return
-        self.provider.preload()
+        try:
+            if self.available:
+                self.provider.preload()
+        except Exception:  # noqa: BLE001, S110 - only a head start: the call itself says what is wrong, in one line
+            pass
 
     def close(self) -> None:
         """Close the provider's connection pool (a later call opens a new one). The policy stays open."""
@@ -142,14 +144,17 @@ class ModelClient:
                 policy.answered(hit, started)
                 return hit
 
-        reason = self.provider.unavailable_reason
+        try:
+            reason = self.provider.unavailable_reason
+        except Exception as exc:  # a plugin provider's property: one line, as when its send fails
+            raise provider_failure(self.provider, exc) from None
         policy.check_budget(self.model)
         if reason is not None:
             raise ModelUnavailable(f"{reason}: set it in the environment to run the model; anything that needs a "
                                    "model is indeterminate until then")
         batched = policy.batcher is not None and batch is not False and self.provider.supports_batch
         try:
-            reply = self.provider.send(request, batch=batched)
+            reply = policy.send(self.provider, request, batch=batched)
         except ModelCallError:
             policy.stats._add("failures")
             raise

@@ -5,26 +5,35 @@ One :class:`CallPolicy` is shared by every client of a session. It holds the bou
 the response cache (:mod:`harness.llm.cache`), the Message Batches path (:mod:`harness.llm.batching`), the
 price table, the cost cap and live :class:`CallStats`. Providers call :meth:`CallPolicy.http_attempt` around
 each HTTP attempt (the Anthropic SDK through its middleware, the OpenAI SDK through its transport), so the
-bound and the limits hold for every provider alike.
+bound and the limits hold for every provider alike. :meth:`CallPolicy.send` is the one way a request reaches
+a provider: within the deadline of its ``timeout_s`` (:mod:`harness.llm.deadline`), and a provider's own
+failure as one line.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from harness.errors import ExitCode, ModelCallError
+from harness.errors import ExitCode, HarnessError, ModelCallError
 from harness.events import Events, ModelCalled
 from harness.llm.batching import Batcher, ProgressCallback
 from harness.llm.cache import CACHE_FILE, CACHE_MODES, ResponseCache, cache_access
+from harness.llm.deadline import call_within, current_clock, queued
 from harness.llm.prices import PRICES_PER_MTOK, Price, known_price, load_price_table, missing_price_line, price_usd
 from harness.llm.ratelimit import RateLimiter, RateLimits, Reservation, estimate_input_tokens
+from harness.llm.providers import provider_failure
 from harness.llm.types import ModelReply
 from harness.usage import Usage
+
+if TYPE_CHECKING:
+    from harness.llm.providers import Provider
+    from harness.llm.types import ModelRequest
 
 Response = TypeVar("Response")
 
@@ -220,6 +229,30 @@ class CallPolicy:
             self.events.emit(ModelCalled(reply.model, reply.usage, reply.cost_usd, reply.cached, reply.batched,
                                          (time.perf_counter() - started) * 1000))
 
+    def send(self, provider: Provider, request: ModelRequest, *, batch: bool = False) -> ModelReply:
+        """One request through ``provider``, within the deadline of its settings' ``timeout_s``.
+
+        ``timeout_s`` bounds the whole call, retries and their backoff included, whatever the provider does
+        (:mod:`harness.llm.deadline`); a batched request waits for its batch instead. Whatever the provider
+        raises that is not already one of ours becomes one line (:func:`provider_failure`): never a traceback.
+        """
+        settings = provider.settings
+        try:
+            if batch:
+                return provider.send(request, batch=True)
+            return call_within(settings.timeout_s, lambda: provider.send(request, batch=False),
+                               model=settings.qualified, late=lambda reply: self._late(reply, settings.qualified))
+        except HarnessError:
+            raise
+        except Exception as exc:
+            raise provider_failure(provider, exc) from None
+
+    def _late(self, reply: ModelReply, model: str) -> None:
+        """An answer that came after its call timed out was billed all the same: the cost cap counts it."""
+        if isinstance(reply, ModelReply):
+            priced_as = reply.model if self.has_price(reply.model) else model
+            self.stats._answered(dataclasses.replace(reply, cost_usd=self.price(priced_as, reply.usage)))
+
     def close(self) -> None:
         """End of session: stop batching (failing whatever still waits) and close the cache."""
         if self.batcher is not None:
@@ -252,13 +285,30 @@ class CallPolicy:
 
     @contextlib.contextmanager
     def _slot(self) -> Iterator[None]:
-        self._slots.acquire()
+        """A slot of the concurrency bound for one HTTP attempt. A call its caller gave up on at its deadline lets
+        its slot go at once: a server that keeps trickling the abandoned answer holds no slot others wait for."""
+        with queued():
+            self._slots.acquire()
         self.stats._enter()
+        held = [True]
+        lock = threading.Lock()
+
+        def release() -> None:
+            with lock:
+                if not held[0]:
+                    return
+                held[0] = False
+            self.stats._leave()
+            self._slots.release()
+
+        clock = current_clock()
+        forget = clock.on_abandon(release) if clock is not None else None
         try:
             yield
         finally:
-            self.stats._leave()
-            self._slots.release()
+            if forget is not None:
+                forget()
+            release()
 
     def http_attempt(
         self,
@@ -273,16 +323,23 @@ class CallPolicy:
         model call (``model_call``) the rate limits and the ``calls`` count. ``retry`` says the SDK is retrying;
         ``body`` is the request JSON (its size estimates the input tokens it reserves); ``tokens_used`` reads
         (input, output) tokens from the response to settle the reservation. A retry's backoff sleep happens
-        between attempts and holds no slot."""
+        between attempts and holds no slot. Waiting for the slot and the limits does not count against the
+        call's ``timeout_s``; an attempt whose call has no time left is not sent."""
+        clock = current_clock()
         if retry:
             self.stats._add("retries")
         reservation: Reservation | None = None
         if model_call and self.limiter is not None:
             body = body if isinstance(body, Mapping) else {}
-            reservation = self.limiter.acquire(estimate_input_tokens(body), int(body.get("max_tokens") or
-                                                                              body.get("max_completion_tokens") or 0))
+            with queued():
+                reservation = self.limiter.acquire(estimate_input_tokens(body), int(
+                    body.get("max_tokens") or body.get("max_completion_tokens") or 0))
         try:
             with self._slot():
+                if clock is not None:
+                    if clock.expired():  # the call's time ran out while this attempt waited: it is not sent
+                        raise clock.timed_out()
+                    clock.attempts += 1
                 if model_call:
                     self.stats._add("calls")
                 response = send()

@@ -20,17 +20,23 @@ _CASE_KEYS = ("id", "inputs", "flags", "today", "description", "agent", "expecte
 
 
 def load_cases(path: Path, *, agents: Mapping[str, AgentConfig], input_roots: Sequence[Path] | None = None,
-               import_root: Path | None = None, check_kinds: Mapping[str, CheckParser] | None = None) -> list[Case]:
+               import_root: Path | None = None, check_kinds: Mapping[str, CheckParser] | None = None,
+               data_modules: Sequence[str] = ()) -> list[Case]:
     """A case file: ``agent:`` (default for its cases), and ``cases:`` (a list with an id each) or ``dataset:``
-    (a JSONL, CSV or JSON file, one case a row: harness/loading/datasets.py) or both.
+    (a JSONL, CSV or JSON file, one case a row: harness/loading/datasets.py), not both.
 
     Input files must lie under ``input_roots`` (the plugin passes the rootdir and ini harness_input_dirs;
     default: the case file's own folder). A case's ``criteria:`` and ``checks:`` add dimensions to its rubric
-    (harness/loading/per_case.py weighs them in); ``import_root`` and ``check_kinds`` are for their checks."""
+    (harness/loading/per_case.py weighs them in); ``import_root`` and ``check_kinds`` are for their checks.
+    A case file and its dataset are data: their checks name code only from ``data_modules`` (ini
+    harness_data_modules; default none), whatever a row says."""
     roots = tuple(input_roots) if input_roots else (path.parent,)
-    top = Fields.of(path).section(load_yaml(path), known=("agent", "cases", "inputs", "dataset"),
-                                  required_any=("cases", "dataset"),
-                                  example="`cases:` with `- id: my-case` entries, or `dataset: {file: data.jsonl}`")
+    top = Fields.of(path, import_root=import_root, roots=roots, data_modules=data_modules).section(
+        load_yaml(path), known=("agent", "cases", "inputs", "dataset"), required_any=("cases", "dataset"),
+        example="`cases:` with `- id: my-case` entries, or `dataset: {file: data.jsonl}`")
+    if "cases" in top and "dataset" in top:
+        raise top.error("cases", "given beside dataset:, but a case file takes its cases from one of them",
+                        "move the hand-written cases to a case file of their own")
     default_agent = top.text("agent")
     shared_inputs = load_inputs(top.raw.get("inputs") or {}, path, "inputs", path.parent, roots)
     cases_raw = top.raw.get("cases", [])

@@ -20,15 +20,18 @@ to none. ``criteria`` and ``checks`` are a case's added dimensions (the formats 
 is in the row :func:`dataset_rows` returns (``id``, ``inputs``, and ``expected``, ``criteria``, ``checks``
 when given).
 
-``limit`` keeps the first N rows (reading stops there), ``sample`` keeps N rows drawn with ``seed`` (default
-0), in file order unless ``shuffle: true``. A ``file`` is read whole for ``sample`` and ``shuffle`` (its length
-is not known before); a Hugging Face dataset knows its length and reads only the rows chosen. A bad row is one
-error naming the file (or the hf dataset), the row and the column.
+``limit`` keeps the first N rows (reading stops there: the row after the last one kept is never read),
+``sample`` keeps N rows drawn with ``seed`` (default 0), in file order unless ``shuffle: true``. For ``sample``
+and ``shuffle`` a ``file`` is read twice, once to count its rows and once to keep the chosen ones (only those
+are held); a Hugging Face dataset knows its length and reads only the rows chosen. A bad row is one error
+naming the file (or the hf dataset), the row and the column; so is a row of a JSONL or CSV file over
+:data:`MAX_ROW_SIZE`, found before it is read whole, a NUL character in a CSV file, and a dataset with no rows.
 """
 
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import random
 from collections.abc import Iterator, Mapping, Sequence
@@ -47,7 +50,12 @@ TEMPLATE_KEYS = ("id", "inputs", "expected", "criteria", "checks")
 DATASET_KEYS = (*SOURCES, *HF_KEYS, *TEMPLATE_KEYS, "limit", "sample", "seed", "shuffle")
 CASE_FILLED = ("criteria", "checks")  # templates whose case slots a row lacks stay for the case to fill
 DATASET_SUFFIXES = (".jsonl", ".csv", ".json")
-JSON_DATASET_LIMIT = 512 * 1024 * 1024  # a .json dataset is read whole; JSON Lines and CSV are streamed
+# JSON Lines and CSV are streamed a row at a time, and no row is read past this size (bytes; characters in a
+# CSV): a longer row is an error found before it is in memory whole, so a dataset's memory is bounded by its
+# rows, not by its file.
+MAX_ROW_SIZE = 16 * 1024 * 1024
+# A .json dataset is read whole, and parsing takes several times its size in memory: bigger data is JSON Lines.
+JSON_DATASET_LIMIT = 64 * 1024 * 1024
 HF_BATCH = 1000  # rows of a Hugging Face dataset converted from Arrow at a time
 HF_INSTALL = "pip install 'pytest-rubric[datasets]'"
 
@@ -88,14 +96,25 @@ def dataset_rows(raw: Any, fields: Fields, base: Path, roots: Sequence[Path]) ->
         if path.suffix not in DATASET_SUFFIXES:
             raise spec.error("file", f"{path.name} is not a dataset file", "use a .jsonl, .csv or .json file")
         source, rows = Source(path), _read_rows(path)
-        if sample is not None or shuffle:
-            every = list(rows)  # the length is needed first
-            rows = iter([every[index] for index in _order(len(every), sample, seed, shuffle)])
-    for count, (number, row) in enumerate(rows, 1):
-        if limit is not None and count > limit:
-            return
+        if sample is not None or shuffle:  # a first pass counts the rows; the second keeps the chosen ones only
+            rows = _chosen(_read_rows(path), _order(sum(1 for _ in rows), sample, seed, shuffle))
+    count = 0
+    for number, row in itertools.islice(rows, limit):  # limit: no row after the last one kept is read
+        count += 1
         yield number, {key: _fill(template, row, source, number, key, keep_case_slots=key in CASE_FILLED)
                        for key, template in templates.items()}
+    if count == 0:
+        where = source.prefix.rstrip(", ") or None
+        raise HarnessConfigError(source.path, where, "the dataset has no rows, so it gives no cases",
+                                 "add rows to the dataset, or point dataset: at the file that has them")
+
+
+def _chosen(rows: Iterator[tuple[int, dict[str, Any]]],
+            order: Sequence[int]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The rows at ``order``'s indexes, in that order; only those rows are kept in memory."""
+    wanted = set(order)
+    kept = {index: row for index, row in enumerate(rows) if index in wanted}
+    return iter([kept[index] for index in order])
 
 
 def _order(length: int, sample: int | None, seed: int, shuffle: bool) -> list[int]:
@@ -247,8 +266,11 @@ def _read_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             yield number, _row(row, path, number)
         return
     with path.open("rb") as lines:  # streamed: ``limit`` stops reading, however large the file
-        number = 0
-        for line_number, raw_line in enumerate(lines, 1):
+        number = line_number = 0
+        while raw_line := lines.readline(MAX_ROW_SIZE + 1):
+            line_number += 1
+            if len(raw_line) > MAX_ROW_SIZE:
+                raise _row_too_long(path, f"row {number + 1} (line {line_number})")
             if not raw_line.strip():
                 continue
             number += 1
@@ -260,11 +282,55 @@ def _read_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             yield number, _row(_json(line, path, f"line {line_number}"), path, number)
 
 
+def _row_too_long(path: Path, where: str) -> HarnessConfigError:
+    return HarnessConfigError(path, where, f"is over the {MAX_ROW_SIZE // (1024 * 1024)} MB limit for a dataset "
+                              "row (reading stopped there)", "keep every row under that size: move bulky text out "
+                              "of the dataset")
+
+
+class _CsvLines:
+    """A CSV file's lines for the csv reader, none read past what is left of the row's :data:`MAX_ROW_SIZE`
+    (a quoted cell may span lines), and none with a NUL character (a UTF-16 file, or binary data)."""
+
+    def __init__(self, handle: Any, path: Path) -> None:
+        self.handle, self.path = handle, path
+        self.line_number = 0
+        self.rows_done = 0
+        self._row_size = 0
+
+    def __iter__(self) -> _CsvLines:
+        return self
+
+    def __next__(self) -> str:
+        line = self.handle.readline(MAX_ROW_SIZE + 1 - self._row_size)
+        if not line:
+            raise StopIteration
+        self.line_number += 1
+        self._row_size += len(line)
+        where = (f"row {self.rows_done + 1} (line {self.line_number})" if self.line_number > 1
+                 else "line 1 (the header)")
+        if self._row_size > MAX_ROW_SIZE:
+            raise _row_too_long(self.path, where)
+        if "\x00" in line:
+            raise HarnessConfigError(self.path, where, "holds a NUL character: a CSV file is text (is it UTF-16, or "
+                                     "binary?)", "save the file as UTF-8 CSV, without NUL characters")
+        return line
+
+    def start_row(self, rows_done: int) -> None:
+        """The next lines are a new row's, after ``rows_done`` rows (the header is none)."""
+        self.rows_done = rows_done
+        self._row_size = 0
+
+
 def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    # The harness bounds a row itself (MAX_ROW_SIZE): the csv module's own cap on a cell (128 KB) is raised to
+    # it, never lowered.
+    csv.field_size_limit(max(csv.field_size_limit(), MAX_ROW_SIZE))
     with path.open(encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle, strict=True)  # a stray quote is an error, not a merged row
+        lines = _CsvLines(handle, path)
+        reader = csv.DictReader(lines, strict=True)  # a stray quote is an error, not a merged row
         try:
-            yield from _checked_csv_rows(reader, path)
+            yield from _checked_csv_rows(reader, lines, path)
         except UnicodeDecodeError as exc:
             raise HarnessConfigError(path, f"near line {reader.line_num + 1}", f"is not UTF-8 ({exc.reason})",
                                      "save the file as UTF-8") from None
@@ -273,8 +339,12 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                                      "quote a cell that holds a comma, a quote or a line break") from None
 
 
-def _checked_csv_rows(reader: csv.DictReader, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def _checked_csv_rows(reader: csv.DictReader, lines: _CsvLines,
+                      path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    if reader.fieldnames is not None:  # reads the header
+        lines.start_row(0)
     for number, row in enumerate(reader, 1):
+        lines.start_row(number)
         if None in row or any(value is None for value in row.values()):
             raise HarnessConfigError(path, f"row {number} (line {reader.line_num})",
                                      "has another number of cells than the header "

@@ -1,22 +1,22 @@
 """Case inputs: values written in place, and the YAML, JSON or text files they name, read only from inside the
-project (the input roots), so a case or a rubric's examples cannot send ``/etc/passwd`` to a model."""
+project (the input roots), so a case or a rubric's examples cannot send ``/etc/passwd`` to a model.
+
+The rule itself (``inside``, :meth:`~harness.fields.Fields.project_path`) is the one every file a project names
+goes through: templates, prompts, schema files, rubrics, examples, datasets."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessConfigError
-from harness.fields import Fields
+from harness.fields import Fields, inside
 from harness.yamlfile import load_yaml, read_text
 
-
-def inside(target: Path, roots: Sequence[Path]) -> bool:
-    """``target`` (symbolic links resolved) lies under one of ``roots``."""
-    resolved = target.resolve()
-    return any(resolved.is_relative_to(root.resolve()) for root in roots)
+__all__ = ["input_path", "inside", "load_inputs"]
 
 
 def load_inputs(raw: Any, path: Path, field: str, base: Path, roots: Sequence[Path]) -> dict[str, Any]:
@@ -46,13 +46,8 @@ def load_inputs(raw: Any, path: Path, field: str, base: Path, roots: Sequence[Pa
 
 def input_path(ref: Any, base: Path, place: Fields, roots: Sequence[Path]) -> Path:
     """The file ``ref`` names, relative to ``base``: an existing file inside one of ``roots``."""
-    if isinstance(ref, bool) or not isinstance(ref, (str, int, float)) or not str(ref).strip() or "\0" in str(ref):
-        raise place.expected(None, "a file path", ref, "write `{file: relative/path.yaml}`")
-    target = (base / str(ref)).resolve()
-    if not inside(target, roots):
-        allowed = " or ".join(str(root) for root in roots)
-        raise place.error(None, f"{ref} is outside the project: input files must be under {allowed}",
-                          "move the file into the project, or list its folder in ini harness_input_dirs")
+    target = dataclasses.replace(place, base_dir=base, roots=tuple(roots)).project_path(
+        ref, None, example="`{file: relative/path.yaml}`")
     if not target.is_file():
         raise place.error(None, f"cannot read {base / str(ref)}",
                           "fix the path; it is relative to the file that names it")

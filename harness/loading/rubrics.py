@@ -16,6 +16,7 @@ from harness import slots
 from harness.checks import CheckParser, check_slots, parse_check
 from harness.errors import HarnessConfigError, HarnessConfigWarning
 from harness.fields import Fields, Section
+from harness.jsonschemas import error_line
 from harness.loading.inputs import inside, load_inputs
 from harness.models import DEFAULT_THRESHOLD, Dimension, Examples, ItemsSpec, Rubric
 from harness.semver import parse_version
@@ -27,43 +28,55 @@ SCORING_MODES = ("binary", "weighted")
 
 
 def load_rubric(path: Path, *, import_root: Path, examples: bool = True,
-                check_kinds: Mapping[str, CheckParser] | None = None) -> Rubric:
+                check_kinds: Mapping[str, CheckParser] | None = None,
+                input_roots: Sequence[Path] | None = None) -> Rubric:
     """Load either rubric format: seed 000's dimensions or seed 003's criteria.
 
     ``examples=False`` leaves the example library unresolved (its globs kept as written, its inputs
     unread): a version diff compares rubrics and needs no example files. ``check_kinds``: the check kinds
-    in effect (``harness.checks.with_plugin_kinds``), by default the built-ins."""
-    return _rubric_from_raw(load_yaml(path), path, import_root, examples, check_kinds)
+    in effect (``harness.checks.with_plugin_kinds``), by default the built-ins. The files the rubric names (its
+    examples, their inputs, a schema file) must lie under ``input_roots`` (the plugin passes the rootdir and
+    ini harness_input_dirs; default: ``import_root``)."""
+    return _rubric_from_raw(load_yaml(path), _place(path, import_root, input_roots), import_root, examples,
+                            check_kinds)
 
 
 def load_rubric_text(text: str, path: Path, *, import_root: Path, examples: bool = True) -> Rubric:
     """Load a rubric's text as if it were the file at ``path`` (an older version from git, say)."""
-    return _rubric_from_raw(parse_yaml(text, path), path, import_root, examples)
+    return _rubric_from_raw(parse_yaml(text, path), _place(path, import_root, None), import_root, examples)
 
 
-def _rubric_from_raw(raw: Any, path: Path, import_root: Path, examples: bool = True,
+def _place(path: Path, import_root: Path, input_roots: Sequence[Path] | None) -> Fields:
+    """The top of the rubric file: the project's own configuration (it may name code), reading files from
+    inside ``input_roots``."""
+    return Fields.of(path, import_root=import_root, roots=tuple(input_roots or (import_root,)))
+
+
+def _rubric_from_raw(raw: Any, place: Fields, import_root: Path, examples: bool = True,
                      check_kinds: Mapping[str, CheckParser] | None = None) -> Rubric:
     if isinstance(raw, Mapping) and "criteria" in raw:
-        return _load_review_rubric(raw, path, import_root, examples, check_kinds)
-    return _load_dimension_rubric(raw, path, import_root, examples, check_kinds)
+        return _load_review_rubric(raw, place, import_root, examples, check_kinds)
+    return _load_dimension_rubric(raw, place, import_root, examples, check_kinds)
 
 
 def _check(section: Section, import_root: Path, check_kinds: Mapping[str, CheckParser] | None) -> Any:
-    """The deterministic check a dimension or criterion declares, if any."""
+    """The deterministic check a dimension or criterion declares, if any: reading files from the place's roots,
+    naming code as the place allows (a rubric any, a case's additions only ini harness_data_modules')."""
     if "check" not in section:
         return None
-    path = section.fields.path
-    return parse_check(section.raw["check"], path=path, field=section.sub("check"), base_dir=path.parent,
-                       import_root=import_root, kinds=check_kinds)
+    place = section.fields
+    return parse_check(section.raw["check"], path=place.path, field=section.sub("check"), base_dir=place.path.parent,
+                       import_root=import_root, kinds=check_kinds, roots=place.roots, data_modules=place.data_modules)
 
 
 DIMENSION_KEYS = ("weight", "description", "scoring", "check", "name", "scale", "choices", "exhaustive",
                   "min_score", "steps", "transform")
 
 
-def _load_dimension_rubric(raw: Any, path: Path, import_root: Path, examples: bool = True,
+def _load_dimension_rubric(raw: Any, place: Fields, import_root: Path, examples: bool = True,
                            check_kinds: Mapping[str, CheckParser] | None = None) -> Rubric:
-    top = Fields.of(path).section(raw, known=("metadata", "threshold", "dimensions", "examples", "items",
+    path = place.path
+    top = place.section(raw, known=("metadata", "threshold", "dimensions", "examples", "items",
                                               "transform"),
                                   required=("metadata", "threshold", "dimensions"))
     meta = top.section("metadata", known=("name", "version", "agent", "updated", "description"),
@@ -209,9 +222,10 @@ def _check_weights_sum(section: Section, field: str, dimensions: list[Dimension]
                             "adjust the weights so they add up to exactly 1.0")
 
 
-def _load_review_rubric(raw: Any, path: Path, import_root: Path, examples: bool = True,
+def _load_review_rubric(raw: Any, place: Fields, import_root: Path, examples: bool = True,
                         check_kinds: Mapping[str, CheckParser] | None = None) -> Rubric:
-    top = Fields.of(path).section(raw, known=("rubric_id", "version", "description", "scoring_mode", "pass_threshold",
+    path = place.path
+    top = place.section(raw, known=("rubric_id", "version", "description", "scoring_mode", "pass_threshold",
                                               "criteria", "output_schema", "examples", "agent", "items"),
                                   required=("rubric_id", "version", "scoring_mode", "criteria"))
     mode = top.choice("scoring_mode", SCORING_MODES, "scoring mode")
@@ -275,8 +289,7 @@ def _output_schema(top: Section, criteria: tuple[Dimension, ...]) -> dict[str, A
                "timings_ms": {"evaluation": 0, "total": 0}}
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(passing))
     if error is not None:
-        where = ".".join(str(p) for p in error.absolute_path) or "(root)"
-        raise top.error("output_schema", f"rejects a well-formed review result at {where}: {error.message}",
+        raise top.error("output_schema", f"rejects a well-formed review result ({error_line(error)})",
                         "describe the review result's fields: pass, issues, suggested_fixes, indeterminate, "
                         "criteria_results, timings_ms")
     return schema
@@ -306,7 +319,7 @@ def _examples(top: Section, path: Path, resolve: bool = True, import_root: Path 
     if not resolve:
         return Examples(gold=tuple(path.parent / p for p in ex.text_list("gold")),
                         anti_patterns=tuple(path.parent / p for p in ex.text_list("anti_patterns")))
-    roots = (import_root or path.parent,)
+    roots = top.fields.roots or (import_root or path.parent,)
     gold = _glob_paths(ex, "gold", path.parent, roots)
     anti = _glob_paths(ex, "anti_patterns", path.parent, roots)
     inputs = load_inputs(ex.raw.get("inputs") or {}, path, ex.sub("inputs"), path.parent, roots)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -29,15 +29,19 @@ _DEFAULT_KEYS = ("pass_threshold", "max_attempts", "escalate_on_fail", "borderli
                  "escalation_fails_gate")
 _MODEL_KEYS = ("model", "temperature", "max_tokens", "timeout_s", "max_retries", "base_url", "api_key_env",
                "structured_output")
-_COMMAND_OPTIONS = ("timeout_s", "env")
+_COMMAND_OPTIONS = ("timeout_s", "env", "network", "read", "write", "memory_mb")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def load_suite(path: Path, *, rubrics_dir: Path, runner_kinds: Iterable[str]) -> SuiteConfig:
+def load_suite(path: Path, *, rubrics_dir: Path, runner_kinds: Iterable[str],
+               input_roots: Sequence[Path] | None = None) -> SuiteConfig:
     """Load agents.yaml: defaults (seed 000 section 7), a judge section, and the agents (section 6).
 
     A ``thresholds.yaml`` beside it (the seed's ``config/thresholds.yaml``) is read too: its ``defaults``
     and per-agent values fill what agents.yaml leaves unset; a value both files set must agree.
+
+    The files it names (prompts, templates, a rubric by path) must lie under ``input_roots``, symbolic links
+    resolved (the plugin passes the rootdir and ini harness_input_dirs; default: agents.yaml's folder).
     """
     top = Fields.of(path).section(load_yaml(path), known=("defaults", "judge", "model", "agents"),
                                   required=("agents",))
@@ -71,7 +75,8 @@ def load_suite(path: Path, *, rubrics_dir: Path, runner_kinds: Iterable[str]) ->
         overrides = (thresholds.get("agents") or {}).get(name) or {}
         if overrides and isinstance(agent_raw, Mapping):
             agent_raw = _merged(agent_raw, overrides, path, path.parent / THRESHOLDS_FILE, f"agents.{name}")
-        agents[name] = _load_agent(name, agent_raw, path, base_policy, judge, production, rubrics_dir, kinds)
+        agents[name] = _load_agent(name, agent_raw, path, base_policy, judge, production, rubrics_dir, kinds,
+                                   tuple(input_roots or (path.parent,)))
     return SuiteConfig(path=path, agents=agents)
 
 
@@ -147,8 +152,9 @@ def _model_name(section: Section, key: str, default: str) -> str:
 
 
 def _load_agent(name: str, raw: Any, path: Path, base_policy: LoopPolicy, judge: ModelSettings,
-                production: ModelSettings, rubrics_dir: Path, kinds: tuple[str, ...]) -> AgentConfig:
-    agent = Fields.of(path, f"agents.{name}").section(
+                production: ModelSettings, rubrics_dir: Path, kinds: tuple[str, ...],
+                roots: tuple[Path, ...]) -> AgentConfig:
+    agent = Fields.of(path, f"agents.{name}", roots=roots).section(
         raw, known=("rubric", "rubric_version", "producer", "evaluator", "reviser", "judge", "model", "description")
         + _POLICY_KEYS, required=("rubric", "producer"))
     policy = base_policy.model_copy(update=dict(
@@ -170,7 +176,9 @@ def _load_agent(name: str, raw: Any, path: Path, base_policy: LoopPolicy, judge:
     for role, spec in specs.items():
         if spec.kind not in MODEL_RUNNER_KINDS:
             continue
-        own = Fields.of(path, spec.field).section(spec.options, known=_model_runner_options(spec.kind, role))
+        own = Fields.of(path, spec.field, roots=roots).section(spec.options,
+                                                               known=_model_runner_options(spec.kind, role))
+        _inside_project(own.fields, agent.raw[role], spec)
         if spec.kind == "prompt":
             prompts[role] = load_prompt(spec.base_dir / spec.target, source=f"{path}: {agent.sub(role)}")
         else:
@@ -186,6 +194,13 @@ def _load_agent(name: str, raw: Any, path: Path, base_policy: LoopPolicy, judge:
         judge=models.get("evaluator", agent_judge), models=models, prompts=prompts, templates=templates,
         judge_style=style,
     )
+
+
+def _inside_project(place: Fields, raw: Any, spec: RunnerSpec) -> None:
+    """A prompt or template file lies inside the project, symbolic links resolved: agents.yaml cannot send
+    ``/etc/passwd`` to a model and into the records."""
+    key = None if isinstance(raw, str) else spec.kind if spec.kind in raw else "target"
+    place.project_path(spec.target, key, example=f"a {spec.kind} file inside the project, relative to agents.yaml")
 
 
 def _model_runner_options(kind: str, role: str) -> tuple[str, ...]:
@@ -242,6 +257,7 @@ def _rubric_path(agent: Section, path: Path, rubrics_dir: Path) -> Path:
     if version is not None:
         agent.fields.version(version, "rubric_version")
     if ref.endswith(RUBRIC_SUFFIXES):
+        agent.fields.project_path(ref, "rubric", example="a rubric file inside the project, relative to agents.yaml")
         candidate = path.parent / ref
         if candidate.is_file():
             return candidate.resolve()
@@ -297,8 +313,11 @@ def _runner_spec(agent: Section, role: str, kinds: tuple[str, ...]) -> RunnerSpe
 
 
 def _check_command_options(place: Fields, options: dict[str, Any]) -> None:
-    """A command runner takes ``timeout_s`` (seconds) and ``env`` (the variable names it may see besides
-    the allowlist: commands never get the whole environment)."""
+    """A command runner runs in the sandbox. It takes ``timeout_s`` (seconds), ``env`` (the variable names it
+    may see besides the allowlist: commands never get the whole environment), ``network`` (off unless true),
+    ``read`` and ``write`` (folders it may read besides the project, and folders it may write; relative to the
+    project root, where the command runs) and
+    ``memory_mb`` (the whole run's memory)."""
     place.section(options, known=_COMMAND_OPTIONS)
     timeout = options.get("timeout_s", 300.0)
     if not is_number(timeout) or timeout <= 0:
@@ -306,3 +325,10 @@ def _check_command_options(place: Fields, options: dict[str, Any]) -> None:
     env = options.get("env", [])
     if not isinstance(env, list) or not all(isinstance(name, str) and _ENV_NAME.match(name) for name in env):
         raise place.expected("env", "a list of environment variable names", env, "write e.g. env: [MY_SERVICE_TOKEN]")
+    if "network" in options:
+        place.boolean(options["network"], "network")
+    for key in ("read", "write"):
+        if key in options:
+            place.string_list(options[key], key, example=f"{key}: [data/]", empty=True)
+    if "memory_mb" in options:
+        place.integer(options["memory_mb"], "memory_mb", minimum=64)

@@ -33,7 +33,7 @@ ATTEMPT_FIELDS = (
     "run_id", "cycle_id", "agent_name", "attempt", "status", "overall_score", "feedback", "suggested_fixes",
     "artifact_path", "created_at", "duration_ms", "rubric_version", "nodeid", "case_id", "rubric_name", "outcome",
     "exit_code", "threshold", "model", "input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens",
-    "cost_usd", "dimensions", "samples", "cached_answers", "verdict", "model_usage", "cost_known",
+    "cost_usd", "dimensions", "samples", "cached_answers", "verdict", "model_usage", "cost_known", "commands",
 )
 
 _ATTEMPTS_SQL = """
@@ -63,7 +63,7 @@ def select_attempts(conn: sqlite3.Connection, cycles: Sequence[str] | None = Non
 
     Decoded: ``dimensions`` a dict ``{dim: {score, weight, reason}}``, ``suggested_fixes`` a list, ``samples``
     a list of per-sample overall scores or None, ``model_usage`` a dict by model or None, ``cost_known`` a
-    bool. A column an older database lacks reads as NULL (``cost_known`` as True)."""
+    bool, ``commands`` a list of the attempt's command runs or None. A column an older database lacks reads as NULL (``cost_known`` as True)."""
     present = detail_columns(conn)
     added = ", ".join(f"d.{c}" if c in present else f"NULL AS {c}" for c in ADDED_DETAIL_COLUMNS)
     sql = _ATTEMPTS_SQL.format(added=added, where=_CYCLES_FILTER if cycles is not None else "")
@@ -78,6 +78,7 @@ def select_attempts(conn: sqlite3.Connection, cycles: Sequence[str] | None = Non
         row["samples"] = decode_json(row["samples"], None)
         row["model_usage"] = decode_model_usage(row["model_usage"])
         row["cost_known"] = decode_cost_known(row["cost_known"])
+        row["commands"] = decode_json(row["commands"], None)
         rows.append(row)
     return rows
 

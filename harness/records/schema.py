@@ -57,7 +57,8 @@ CREATE TABLE IF NOT EXISTS attempt_details (
   cached_answers INTEGER NOT NULL DEFAULT 0,
   verdict TEXT,  -- pytest's word for the item, on its final attempt: passed|failed|skipped|xfailed|xpassed
   model_usage TEXT,  -- JSON {"provider/model": {calls, input_tokens, ..., cost_usd}}; NULL: not recorded
-  cost_known INTEGER  -- 1: cost_usd is the whole cost; 0: some model had no price; NULL (older rows): 1
+  cost_known INTEGER,  -- 1: cost_usd is the whole cost; 0: some model had no price; NULL (older rows): 1
+  commands TEXT  -- JSON [{role, confined, network, exit_code, seconds, limits_hit, leftovers}]; NULL: none ran
 );
 CREATE INDEX IF NOT EXISTS idx_attempt_details_rubric ON attempt_details(rubric_name);
 """
@@ -77,7 +78,7 @@ CREATE TABLE IF NOT EXISTS loop_results (
 # Columns added to attempt_details after its first release: a work folder from an older version gains them
 # when a session opens it, and a reader of one it has not yet opened reads them as NULL.
 ADDED_DETAIL_COLUMNS = {"cached_answers": "INTEGER NOT NULL DEFAULT 0", "verdict": "TEXT", "model_usage": "TEXT",
-                        "cost_known": "INTEGER"}
+                        "cost_known": "INTEGER", "commands": "TEXT"}
 
 
 def ensure_schema(conn: sqlite3.Connection) -> None:
@@ -147,13 +148,16 @@ class AttemptDetails:
     # cost_usd (None: the model has no price); None: not recorded
     model_usage: dict[str, dict[str, Any]] | None = None
     cost_known: bool = True  # False: some model of the attempt had no price; cost_usd counts the priced ones
+    # the commands the attempt ran (producer, reviser, evaluator): confined or not, exit code, bounds hit,
+    # processes left running and stopped; None: none ran
+    commands: list[dict[str, Any]] | None = None
 
 
 # The columns AttemptDetails writes, in the order of :func:`detail_values`; verdict is written apart.
 DETAIL_WRITE_COLUMNS = (
     "run_id", "nodeid", "case_id", "rubric_name", "outcome", "exit_code", "threshold", "model", "input_tokens",
     "output_tokens", "cache_write_tokens", "cache_read_tokens", "cost_usd", "dimensions", "samples",
-    "cached_answers", "model_usage", "cost_known",
+    "cached_answers", "model_usage", "cost_known", "commands",
 )
 
 
@@ -164,7 +168,7 @@ def detail_values(run_id: int, d: AttemptDetails) -> tuple[Any, ...]:
             json.dumps(redact_json(d.dimensions)), json.dumps(d.samples) if d.samples is not None else None,
             d.cached_answers,
             json.dumps(redact_json(d.model_usage), sort_keys=True) if d.model_usage is not None else None,
-            int(bool(d.cost_known)))
+            int(bool(d.cost_known)), json.dumps(redact_json(d.commands)) if d.commands is not None else None)
 
 
 def decode_json(text: Any, default: Any) -> Any:

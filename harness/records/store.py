@@ -17,7 +17,6 @@ import os
 import shutil
 import sqlite3
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 

@@ -1,24 +1,27 @@
 """Confined commands: code a user did not write runs here, never straight on the machine.
 
 The confinement is built from bubblewrap (``bwrap``, Debian package ``bubblewrap``), which puts the
-command in new Linux namespaces:
+command in new Linux namespaces on an empty root (:mod:`harness.sandbox.root` says what is put in it):
 
 * no network (a loopback of its own), unless the caller allows it;
-* the whole system read-only, the working folder writable, ``/tmp`` and ``$HOME`` private and empty;
-* folders the caller hides (the user's checkout, every home) out of sight, except what is bound back:
-  the interpreter, the harness's own code, read-only paths the configuration declares;
+* the system's programs read-only, a few files of ``/etc``, the interpreter, the working folder writable,
+  paths the caller declares; nothing else of the machine (no ``/home``, ``/root``, other projects, the
+  user's checkout);
 * files laid read-only over paths of the working folder (a tournament's sealed benchmark, taken from
   the manifest, not from the candidate's tree);
 * an environment the caller builds from an allowlist (``harness.redaction.child_environment``);
-* CPU, memory and time limits; every process the command starts dies with it.
+* bounds (:class:`Limits`): time; memory for the whole run, private ``/tmp`` included, and a process
+  count (a control group of the run's own where the machine allows it, :mod:`harness.sandbox.cgroups`,
+  else per-process limits); the private ``/tmp``, ``$HOME`` and ``/dev/shm``; the growth of the writable
+  folders; output kept to a bounded head and tail; every process the command starts dies with it.
 
-The first process inside is the harness's own runner (``runner.py``): it sets the limits, runs the
-command, and reaps what the command leaves behind, so the CPU time read from outside with ``wait4``
+The first process inside is the harness's own runner (``runner.py``): it sets the per-process limits, runs
+the command, and reaps what the command leaves behind, so the CPU time read from outside with ``wait4``
 (``Finished.cpu_ms``) covers every process and no code inside can patch that clock.
 
 Where no sandbox can be made (no ``bwrap``, or user namespaces are disabled), :func:`sandbox` says why,
-and callers decide: the tournament refuses to run commands from models or ideas without an explicit
-opt-in. ``HARNESS_BWRAP`` names the bwrap binary to use (tests point it at a missing file).
+and callers decide: the tournament and the command runners refuse to run what they were given without an
+explicit opt-in. ``HARNESS_BWRAP`` names the bwrap binary to use (tests point it at a missing file).
 """
 
 from __future__ import annotations
@@ -27,28 +30,27 @@ import functools
 import math
 import os
 import shutil
-import signal
-import site
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import harness
+from harness.sandbox.cgroups import CgroupFamily, RunGroup, cgroup_family
+from harness.sandbox.process import DiskWatch, kill_active, run_process
+from harness.sandbox.root import (RUNNER, RUNNER_INSIDE, interpreter_paths, network_args, private_tmpfs,
+                                  system_args)
 
-RUNNER = Path(__file__).with_name("runner.py")
-RUNNER_INSIDE = "/tmp/.harness/runner.py"
+__all__ = ["BWRAP_ENV", "Confinement", "Finished", "Limits", "Sandbox", "kill_active", "sandbox", "unconfined"]
+
 BWRAP_ENV = "HARNESS_BWRAP"
-_ACTIVE: set[subprocess.Popen[bytes]] = set()
-_ACTIVE_LOCK = threading.Lock()
+SIGNAL_EXIT = 128
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Wall-clock time (the run is killed past it), CPU seconds per process and address space.
+    """What one run may use. ``timeout_s`` is wall-clock time (the run is killed past it).
 
     ``cpu_s`` is off by default because an armed CPU limit makes the kernel's per-process CPU clock
     tick-grained (``time.process_time()`` then reads 0 or 4 ms): benchmarks that time themselves need
@@ -57,21 +59,26 @@ class Limits:
 
     timeout_s: float
     cpu_s: float | None = None
-    memory_mb: int = 8192
+    memory_mb: int = 8192     # the whole run: every process and its private /tmp
+    processes: int = 256      # processes (and threads) at once
+    tmp_mb: int = 256         # the private /tmp, $HOME and /dev/shm, in memory (counted in memory_mb too)
+    disk_mb: int = 1024       # how much the writable folders (the worktree) may grow during the run
+    output_kb: int = 1024     # kept of stdout and of stderr each: the head and the tail, the middle dropped
 
 
 @dataclass(frozen=True)
 class Confinement:
     """What a confined command may see and do."""
 
-    workdir: Path                                  # writable, seen at its own path
+    workdir: Path                                  # seen at its own path, writable unless workdir_writable=False
     env: Mapping[str, str]                         # the whole environment (build it from the allowlist)
     cwd: Path | None = None                        # default: workdir
-    hidden: tuple[Path, ...] = ()                  # folders replaced by empty ones (the user's checkout)
-    read_only: tuple[Path, ...] = ()               # bound back read-only, even inside hidden folders
-    writable: tuple[Path, ...] = ()                # bound back writable
+    hidden: tuple[Path, ...] = ()                  # folders that stay empty even where a bound folder holds them
+    read_only: tuple[Path, ...] = ()               # bound in read-only
+    writable: tuple[Path, ...] = ()                # bound in writable
     overlays: tuple[tuple[Path, str], ...] = ()    # (file outside, path inside): laid over, read-only
     network: bool = False
+    workdir_writable: bool = True
 
 
 @dataclass
@@ -87,6 +94,19 @@ class Finished:
     timed_out: bool = False
     result: str | None = None   # what the command wrote to its result channel (HARNESS_RESULT_FD)
     confined: bool = True
+    limits_hit: tuple[str, ...] = ()   # the bounds the run ran into: "time", "memory", "processes", "disk"
+    dropped: dict[str, int] = field(default_factory=dict)  # stream name -> bytes dropped from its middle
+    leftovers: int = 0      # processes still running when the command ended, stopped by the runner
+
+    def limit_problem(self, limits: Limits) -> str:
+        """The bounds the run hit, in words (empty when none)."""
+        words = {"time": f"ran past its {limits.timeout_s:g} s", "memory": f"used more than {limits.memory_mb} MB "
+                 "of memory", "processes": f"started more than {limits.processes} processes",
+                 "disk": f"wrote more than {limits.disk_mb} MB"}
+        said = [words[name] for name in self.limits_hit if name in words]
+        said += [f"printed {n:,} bytes more on {stream} than the {limits.output_kb} KB kept of its head and tail"
+                 for stream, n in self.dropped.items()]
+        return "; ".join(said)
 
 
 @dataclass(frozen=True)
@@ -97,11 +117,16 @@ class Sandbox:
     available: bool
     reason: str = ""
     version: str = ""
+    cgroups: CgroupFamily | None = None
 
     def describe(self) -> str:
+        bounds = (f"memory and processes bounded per run by a {self.cgroups.describe()}" if self.cgroups else
+                  "memory bounded per process" + (" and processes per run" if self._processes_per_run() else "")
+                  + " (no control group can be made here)")
         if self.available:
-            return (f"sandbox: {self.version or 'bubblewrap'} (no network, system read-only, worktree writable, "
-                    "checkout and home hidden, allowlisted environment, memory and time limits)")
+            return (f"sandbox: {self.version or 'bubblewrap'} (empty root: system read-only, worktree writable, "
+                    f"nothing else of the machine; no network; allowlisted environment; time, {bounds}, private "
+                    "/tmp, disk growth and output bounded)")
         return f"sandbox: unavailable ({self.reason})"
 
     def run(self, argv: list[str], confinement: Confinement, limits: Limits, *, stdin: str | None = None,
@@ -113,195 +138,151 @@ class Sandbox:
         ``HARNESS_RESULT_FILE``, ``/dev/fd/N``); what it writes there comes back as ``Finished.result``.
         ``cancel`` set while it runs kills it and raises KeyboardInterrupt.
         """
-        read_end = write_end = None
         env = dict(confinement.env)
-        pass_fds: tuple[int, ...] = ()
+        pipes = {"status": os.pipe()}
         if result_channel:
-            read_end, write_end = os.pipe()
-            env["HARNESS_RESULT_FD"] = str(write_end)
-            env["HARNESS_RESULT_FILE"] = f"/dev/fd/{write_end}"
-            pass_fds = (write_end,)
+            pipes["result"] = channel = os.pipe()
+            env["HARNESS_RESULT_FD"] = str(channel[1])
+            env["HARNESS_RESULT_FILE"] = f"/dev/fd/{channel[1]}"
+        group = self._group(limits)
         cpu = math.ceil(limits.cpu_s) if limits.cpu_s else 0
-        inner = [sys.executable, "-I", "-S", RUNNER_INSIDE if self.available else str(RUNNER),
-                 str(cpu), str(limits.memory_mb), "--", *argv]
-        full = (self._bwrap_argv(confinement) + inner) if self.available else inner
-        cwd = confinement.cwd or confinement.workdir
-        started = time.monotonic()
+        # a control group bounds the run's memory as a whole; without one, each process's address space is
+        # bounded instead (which breaks runtimes that reserve more than they use, so only then)
+        processes = limits.processes if group is None and self._processes_per_run() else 0
+        inner = [sys.executable, "-I", "-S", RUNNER_INSIDE if self.available else str(RUNNER), str(cpu),
+                 "0" if group else str(limits.memory_mb), str(processes), str(limits.disk_mb),
+                 str(pipes["status"][1]), "--", *argv]
+        full = (self._bwrap_argv(confinement, limits) + inner) if self.available else inner
+        if group is not None:
+            full = group.enter_argv(full)
+        writable = [*([confinement.workdir] if confinement.workdir_writable else []), *confinement.writable]
         try:
-            proc = subprocess.Popen(full, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin is not None
-                                    else subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
-                                    pass_fds=pass_fds, start_new_session=True)
+            ended = run_process(full, cwd=confinement.cwd or confinement.workdir, env=env,
+                                stdin=None if stdin is None else stdin.encode("utf-8"), timeout_s=limits.timeout_s,
+                                keep_bytes=limits.output_kb * 1024, merge_stderr=merge_stderr, pipes=pipes,
+                                cancel=cancel, disk=DiskWatch([p for p in writable if p.exists()],
+                                                              limits.disk_mb * 1024 * 1024),
+                                kill_also=group.kill_all if group else None)
         except OSError as exc:
-            for fd in (read_end, write_end):
-                if fd is not None:
-                    os.close(fd)
+            if group is not None:
+                group.remove()
             return Finished(126, "", f"cannot start {full[0]!r}: {exc.strerror or exc}", 0.0, 0.0, 0,
                             confined=self.available)
-        if write_end is not None:
-            os.close(write_end)
-        with _ACTIVE_LOCK:
-            _ACTIVE.add(proc)
-        collected: dict[str, bytes] = {}
-        readers = [_reader(proc.stdout, collected, "stdout")]
-        if proc.stderr is not None:
-            readers.append(_reader(proc.stderr, collected, "stderr"))
-        if read_end is not None:
-            readers.append(_reader(os.fdopen(read_end, "rb"), collected, "result"))
-        for thread in readers:
-            thread.start()
-        timed_out = threading.Event()
-        threading.Thread(target=_watch, args=(proc, limits.timeout_s, timed_out, cancel), daemon=True).start()
-        if stdin is not None:
-            _feed(proc, stdin)
-        try:
-            _, status, usage = _wait4(proc.pid)
-        except BaseException:
-            _kill(proc)
-            proc.wait()
-            raise
-        finally:
-            with _ACTIVE_LOCK:
-                _ACTIVE.discard(proc)
-        code = os.waitstatus_to_exitcode(status)
-        proc.returncode = code  # reaped by wait4 above: the watchdog must not signal a reused pid
-        for thread in readers:
-            thread.join()
-        if cancel is not None and cancel.is_set():
+        hit = []
+        if ended.timed_out:
+            hit.append("time")
+        if group is not None:
+            group.kill_all()  # a process that left the run's session is still in its group
+            hit += group.limits_hit()
+            group.remove()
+        if ended.disk:
+            hit.append("disk")
+        if ended.cancelled:
             raise KeyboardInterrupt
-        result = collected.get("result")
+        code = os.waitstatus_to_exitcode(ended.status)
+        usage = ended.usage
+        output = ended.output
+        result = output.pop("result", None)
+        status = _text(output.pop("status").value()).split()
         return Finished(
-            exit_code=None if timed_out.is_set() else (128 - code if code < 0 else code),
-            stdout=_text(collected.get("stdout", b"")), stderr=_text(collected.get("stderr", b"")),
-            wall_ms=(time.monotonic() - started) * 1000.0,
-            cpu_ms=(usage.ru_utime + usage.ru_stime) * 1000.0, max_rss_kb=int(usage.ru_maxrss),
-            timed_out=timed_out.is_set(), result=None if result is None else _text(result),
-            confined=self.available)
+            exit_code=None if ended.timed_out else (SIGNAL_EXIT - code if code < 0 else code),
+            stdout=_text(output["stdout"].value()),
+            stderr=_text(output["stderr"].value()) if "stderr" in output else "",
+            wall_ms=ended.wall_ms, cpu_ms=(usage.ru_utime + usage.ru_stime) * 1000.0,  # type: ignore[attr-defined]
+            max_rss_kb=int(usage.ru_maxrss),  # type: ignore[attr-defined]
+            timed_out=ended.timed_out, result=None if result is None else _text(result.value()),
+            confined=self.available, limits_hit=tuple(hit),
+            dropped={name: kept.dropped for name, kept in output.items() if kept.dropped},
+            leftovers=int(status[1]) if status[:1] == ["leftovers"] and status[1:2] and status[1].isdigit() else 0)
 
-    def _bwrap_argv(self, c: Confinement) -> list[str]:
+    def _processes_per_run(self) -> bool:
+        """Whether a per-process limit can bound the run's processes: only inside the sandbox's user namespace,
+        where Linux 5.14 and later count a user's processes per namespace (elsewhere the limit would count
+        every process the user has on the machine), and never for root, whom it does not bind."""
+        return self.available and os.getuid() != 0 and _kernel_at_least(5, 14)
+
+    def _group(self, limits: Limits) -> RunGroup | None:
+        if self.cgroups is None:
+            return None
+        try:
+            return RunGroup(self.cgroups, memory_mb=limits.memory_mb, processes=limits.processes)
+        except OSError:
+            return None  # the machine took the right away since the probe: the per-process limits apply
+
+    def _bwrap_argv(self, c: Confinement, limits: Limits) -> list[str]:
         assert self.bwrap is not None
-        args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                "--unshare-all", "--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL"]
+        args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL",
+                "--hostname", "sandbox", *system_args(), "--dev", "/dev", "--proc", "/proc"]
         if c.network:
-            args.append("--share-net")
-        home = Path.home()
-        hidden = dict.fromkeys((Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run"), Path("/home"),
-                                Path("/root"), home, *c.hidden))
-        for folder in hidden:
-            if folder.is_dir() and folder != Path("/"):  # a HOME of "/" must not hide the whole system
-                args += ["--tmpfs", str(folder)]
-        visible = [*_interpreter_paths(), *c.read_only]
-        if c.network:
-            visible += [Path("/etc/resolv.conf").resolve()]  # often a link into the hidden /run
-        for path in visible:
+            args += ["--share-net", *network_args()]
+        home = Path(c.env.get("HOME") or Path.home())
+        private = [Path("/tmp"), Path("/dev/shm")]
+        if home.is_absolute() and home != Path("/"):
+            private.append(home)
+        args += private_tmpfs(private, limits.tmp_mb)
+        args += ["--symlink", "/tmp", "/var/tmp"]
+        bound: list[Path] = []
+        for path in (*interpreter_paths(), *c.read_only):
             if path.exists():
                 args += ["--ro-bind", str(path), str(path)]
-        for path in (c.workdir, *c.writable):
+                bound.append(path)
+        if c.workdir.exists():
+            args += ["--bind" if c.workdir_writable else "--ro-bind", str(c.workdir), str(c.workdir)]
+            bound.append(c.workdir)
+        for path in c.writable:
             if path.exists():
                 args += ["--bind", str(path), str(path)]
+                bound.append(path)
+        for folder in c.hidden:
+            if folder.is_dir() and any(folder == b or b in folder.parents for b in bound):
+                args += private_tmpfs([folder], 1)
         for source, inside in c.overlays:
             args += ["--ro-bind", str(source), inside]
-        args += ["--ro-bind", str(RUNNER), RUNNER_INSIDE, "--setenv", "HOME", str(home),
-                 "--chdir", str(c.cwd or c.workdir), "--"]
+        # the root is bubblewrap's own folder in memory: read-only once everything is in place
+        args += ["--ro-bind", str(RUNNER), RUNNER_INSIDE, "--remount-ro", "/", "--setenv", "HOME", str(home),
+                 "--setenv", "TMPDIR", "/tmp", "--chdir", str(c.cwd or c.workdir), "--"]
         return args
-
-
-@functools.lru_cache(maxsize=None)
-def _interpreter_paths() -> tuple[Path, ...]:
-    """What ``{python}`` and the runner need inside, even where the checkout or home is hidden:
-    the interpreter's installation, the virtual environment, and the harness's own code."""
-    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(os.path.realpath(sys.executable)).parent.parent,
-             Path(harness.__file__).resolve().parent}
-    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
-    if user_site:
-        paths.add(Path(user_site))
-    return tuple(sorted(p for p in paths if p.exists()))
 
 
 def sandbox() -> Sandbox:
     """The sandbox of this machine (probed once per process)."""
-    return _probe(os.environ.get(BWRAP_ENV) or shutil.which("bwrap") or "")
+    # the system's folders too: a PATH narrowed for the commands must not make the sandbox disappear
+    found = shutil.which("bwrap") or shutil.which("bwrap", path="/usr/local/bin:/usr/bin:/bin")
+    return _probe(os.environ.get(BWRAP_ENV) or found or "", cgroup_family())
+
+
+def unconfined(reason: str) -> Sandbox:
+    """Runs commands under the harness's runner alone, for what the user chose to run unconfined: no
+    namespaces, but the bounds that need none (time, the run's control group, output, disk growth)."""
+    return Sandbox(None, False, reason, cgroups=cgroup_family())
 
 
 @functools.lru_cache(maxsize=4)
-def _probe(bwrap: str) -> Sandbox:
+def _probe(bwrap: str, cgroups: CgroupFamily | None) -> Sandbox:
     if not bwrap or not os.path.isfile(bwrap):
         where = f"{BWRAP_ENV}={bwrap}" if os.environ.get(BWRAP_ENV) else "on PATH"
         return Sandbox(None, False, f"bubblewrap (bwrap) is not installed {where}; on Debian or Ubuntu: "
-                                    "apt install bubblewrap")
+                                    "apt install bubblewrap", cgroups=cgroups)
     try:
-        probe = subprocess.run([bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all",
-                                "--die-with-parent", "--as-pid-1", "--", "/bin/true"],
+        probe = subprocess.run([bwrap, "--unshare-all", "--die-with-parent", "--as-pid-1", *system_args(),
+                                "--dev", "/dev", "--proc", "/proc", "--", "/bin/true"],
                                capture_output=True, text=True, timeout=30)
         version = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return Sandbox(bwrap, False, f"{bwrap} cannot run ({exc})")
+        return Sandbox(bwrap, False, f"{bwrap} cannot run ({exc})", cgroups=cgroups)
     if probe.returncode != 0:
         why = (probe.stderr.strip().splitlines() or [f"exit {probe.returncode}"])[-1]
         return Sandbox(bwrap, False, f"{bwrap} cannot make namespaces here ({why}); user namespaces may be "
-                                     "disabled (sysctl kernel.unprivileged_userns_clone)")
-    return Sandbox(bwrap, True, version=version)
+                                     "disabled (sysctl kernel.unprivileged_userns_clone)", cgroups=cgroups)
+    return Sandbox(bwrap, True, version=version, cgroups=cgroups)
 
 
-def kill_active() -> None:
-    """Stop every confined run still going (Ctrl-C: they run in their own sessions and miss SIGINT)."""
-    with _ACTIVE_LOCK:
-        procs = list(_ACTIVE)
-    for proc in procs:
-        _kill(proc)
-
-
-def _kill(proc: subprocess.Popen[bytes]) -> None:
+def _kernel_at_least(major: int, minor: int) -> bool:
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        try:
-            proc.kill()
-        except ProcessLookupError:
-            pass
-
-
-def _wait4(pid: int) -> tuple[int, int, os.struct_rusage]:  # type: ignore[name-defined]
-    while True:
-        try:
-            return os.wait4(pid, 0)
-        except InterruptedError:
-            continue
-
-
-def _watch(proc: subprocess.Popen[bytes], timeout_s: float, timed_out: threading.Event,
-           cancel: threading.Event | None) -> None:
-    deadline = time.monotonic() + timeout_s
-    while proc.returncode is None:
-        if cancel is not None and cancel.is_set():
-            _kill(proc)
-            return
-        left = deadline - time.monotonic()
-        if left <= 0:
-            timed_out.set()
-            _kill(proc)
-            return
-        time.sleep(min(0.05, left))
-
-
-def _reader(stream, sink: dict[str, bytes], name: str) -> threading.Thread:  # type: ignore[no-untyped-def]
-    def read() -> None:
-        with stream:
-            sink[name] = stream.read()
-    return threading.Thread(target=read, daemon=True)
-
-
-def _feed(proc: subprocess.Popen[bytes], text: str) -> None:
-    assert proc.stdin is not None
-    try:
-        proc.stdin.write(text.encode("utf-8"))
-    except BrokenPipeError:
-        pass  # the command does not read its input: not an error of ours
-    finally:
-        try:
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass
+        found = tuple(int(part) for part in os.uname().release.split("-")[0].split(".")[:2])
+    except ValueError:
+        return False
+    return found >= (major, minor)
 
 
 def _text(data: bytes) -> str:

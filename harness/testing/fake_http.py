@@ -8,7 +8,8 @@ flight) and the writing of answers. A subclass (``FakeAnthropic``, ``FakeOpenAI`
 its path, which requests it refuses, and the JSON of an answer and of an error.
 
 Replies come from the queue first (in order), then from ``responder(request_json)``. With neither, the server
-answers 400 saying so (SDKs do not retry a 400).
+answers 400 saying so (SDKs do not retry a 400). A reply can be slow (``Reply.slow``) or trickle, a byte at a
+time (``Reply.trickle``: a client's read timeout never fires); ``hangups`` records clients that gave up on one.
 
 "In flight" counts a request from its arrival until its answer starts being written, so a client that bounds
 its own concurrency never sees the server count more than its bound.
@@ -50,6 +51,8 @@ class ScriptedReply(ABC):
     headers: Mapping[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     body: bytes | None = None  # sent verbatim instead of a rendered answer or error
+    trickle_s: float = 0.0  # seconds between two bytes of the answer (0: written at once)
+    trickle_head: bool = True  # the status line and headers trickle too (else only the body)
 
     # The field values that mark a reply as carrying no model answer (its stop or finish reason cleared).
     NO_ANSWER: ClassVar[Mapping[str, Any]] = {}
@@ -84,6 +87,13 @@ class ScriptedReply(ABC):
     def slow(cls, seconds: float, reply: Self) -> Self:
         """``reply``, sent after ``seconds`` more (on top of the server's ``latency_s``)."""
         return dataclasses.replace(reply, delay_s=reply.delay_s + seconds)
+
+    @classmethod
+    def trickle(cls, seconds_per_byte: float, reply: Self, *, head: bool = True) -> Self:
+        """``reply`` written a byte at a time, ``seconds_per_byte`` apart: a client's read timeout restarts with
+        every byte, so only a deadline on the whole call ends it. ``head=False`` sends the status line and the
+        headers at once and trickles the body only."""
+        return dataclasses.replace(reply, trickle_s=seconds_per_byte, trickle_head=head)
 
     @classmethod
     def raw(cls, status: int, body: str | bytes, headers: Mapping[str, str] | None = None) -> Self:
@@ -153,6 +163,7 @@ class FakeModelServer(ABC, Generic[ReplyT]):
         self._headers: list[dict[str, str]] = []
         self._times: list[float] = []
         self._errors: list[str] = []
+        self._hangups: list[float] = []
         self._calls = 0
         self._in_flight = 0
         self._peak = 0
@@ -216,6 +227,7 @@ class FakeModelServer(ABC, Generic[ReplyT]):
             self._headers.clear()
             self._times.clear()
             self._errors.clear()
+            self._hangups.clear()
             self._calls = 0
             self._peak = self._in_flight
             self._cache.clear()
@@ -245,6 +257,12 @@ class FakeModelServer(ABC, Generic[ReplyT]):
         """Problems on the server side (a responder that raised, a body that was not JSON)."""
         with self._lock:
             return list(self._errors)
+
+    @property
+    def hangups(self) -> list[float]:
+        """``time.monotonic()`` at each moment a client hung up before its answer was written whole."""
+        with self._lock:
+            return list(self._hangups)
 
     @property
     def calls(self) -> int:
@@ -382,7 +400,8 @@ class FakeModelServer(ABC, Generic[ReplyT]):
             payload = json.dumps(self._answer(reply, request, uid)).encode()
         else:
             payload = json.dumps(self._error_body(reply, f"req_fake_{uid or 'x'}")).encode()
-        self._send(handler, reply.status, payload, uid=uid, headers=reply.headers)
+        self._send(handler, reply.status, payload, uid=uid, headers=reply.headers, trickle_s=reply.trickle_s,
+                   trickle_head=reply.trickle_head)
 
     def _send_json(self, handler: RequestHandler, status: int, data: Any) -> None:
         self._send(handler, status, json.dumps(data).encode(), uid=self._next_uid())
@@ -390,12 +409,16 @@ class FakeModelServer(ABC, Generic[ReplyT]):
     def _send(
         self, handler: RequestHandler, status: int, payload: bytes, *, uid: str,
         headers: Mapping[str, str] | None = None, content_type: str = "application/json",
+        trickle_s: float = 0.0, trickle_head: bool = True,
     ) -> None:
-        """Write one answer; ``headers`` override the defaults."""
+        """Write one answer; ``headers`` override the defaults; with ``trickle_s``, a byte at a time."""
         all_headers = {"content-type": content_type, self.request_id_header: f"req_fake_{uid or 'x'}"}
         all_headers.update(headers or {})
         all_headers["content-length"] = str(len(payload))
         try:
+            if trickle_s > 0:
+                self._trickle(handler, status, all_headers, payload, trickle_s, trickle_head)
+                return
             handler.send_response(status)
             for name, value in all_headers.items():
                 handler.send_header(name, value)
@@ -403,4 +426,20 @@ class FakeModelServer(ABC, Generic[ReplyT]):
             handler.wfile.write(payload)
             handler.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, OSError):
-            pass  # the client gave up (timeout) before the answer came
+            with self._lock:  # the client gave up (timeout) before the answer came
+                self._hangups.append(time.monotonic())
+
+    def _trickle(self, handler: RequestHandler, status: int, headers: Mapping[str, str], payload: bytes,
+                 seconds_per_byte: float, head: bool) -> None:
+        lines = [f"{handler.protocol_version} {status} {handler.responses.get(status, ('',))[0]}",
+                 *(f"{name}: {value}" for name, value in headers.items())]
+        start = "\r\n".join([*lines, "", ""]).encode("latin-1")
+        if not head:
+            handler.wfile.write(start)
+            handler.wfile.flush()
+        for byte in (start + payload if head else payload):
+            if self._stopping.wait(seconds_per_byte):
+                return  # the server is stopping; the client sees the connection drop
+            handler.wfile.write(bytes([byte]))
+            handler.wfile.flush()
+        handler.close_connection = True

@@ -1,10 +1,12 @@
-"""The sealed benchmark: run the goal's command confined, read its score from a channel the harness
-opens, and make sure no candidate can fool it.
+"""The sealed benchmark: a measured run of the candidate's code and a sealed check, never in one process.
 
 * A SHA-256 manifest of the sealed paths is taken at the baseline commit; every run gets the manifest's
   bytes laid read-only over the sealed paths of its worktree, never the candidate's.
-* The score comes from the result channel (``HARNESS_RESULT_FD``), which must hold exactly one result,
-  or, with ``score_from: cpu_time``, from the CPU time of the run measured from outside its sandbox.
+* The measured run (the goal's ``command``) runs the candidate's code. It holds no result channel: the
+  harness measures it from outside (CPU time from ``wait4``, wall time from the parent) and keeps its stdout.
+* The check (``check``), a command from the sealed files alone, runs in a process of its own that sees the
+  sealed files and never the candidate's worktree. It reads the run's stdout and writes the result to the
+  channel the harness opens for it, which only it holds. Both get the same fresh challenge per run.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import hashlib
 import json
 import math
 import re
+import secrets
 import shlex
 import shutil
 import signal
@@ -21,14 +24,19 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.sandbox import Finished
+from harness.errors import HarnessConfigError, HarnessError
+from harness.sandbox import Finished, Limits
 from harness.tournament.confine import GoalSandbox
 from harness.tournament.gitops import GitRepo
-from harness.tournament.goal import BenchmarkSpec
+from harness.tournament.goal import BenchmarkSpec, Goal
 
 # Benchmark runs take turns so that timings do not compete for the CPU (parallel executors still
-# do their editing and model work at the same time).
-BENCHMARK_LOCK = threading.Lock()
+# do their editing and model work at the same time). Re-entrant: a sampler holds it around a run and the
+# checks of the sealed files before and after it.
+BENCHMARK_LOCK = threading.RLock()
+CHALLENGE_ENV = "HARNESS_CHALLENGE"
+# what of a run's output the records keep (the logs have what the sandbox kept)
+RAW_CHARS = 20_000
 
 
 def glob_to_regex(glob: str) -> re.Pattern[str]:
@@ -121,13 +129,18 @@ class SealedManifest:
                 target.unlink(missing_ok=True)
                 target.write_bytes(data)
 
-    def verify(self, worktree: Path, repo: GitRepo) -> list[str]:
-        """Sealed paths whose content in ``worktree`` differs from the manifest (added, changed or missing)."""
+    def altered(self, folder: Path) -> list[str]:
+        """The manifest's files whose copy under ``folder`` is no longer theirs (changed, replaced or missing)."""
         bad = []
         for path, digest in self.digests.items():
-            target = worktree / path
+            target = folder / path
             if target.is_symlink() or not target.is_file() or hashlib.sha256(target.read_bytes()).hexdigest() != digest:
                 bad.append(path)
+        return bad
+
+    def verify(self, worktree: Path, repo: GitRepo) -> list[str]:
+        """Sealed paths whose content in ``worktree`` differs from the manifest (added, changed or missing)."""
+        bad = self.altered(worktree)
         listed = repo.git("ls-files", "--cached", "--others", cwd=worktree).stdout.splitlines()
         bad.extend(p for p in self.sealed.filter(listed) if p not in self.digests and (worktree / p).exists())
         return sorted(set(bad))
@@ -142,9 +155,49 @@ def _refuse_links_above(worktree: Path, target: Path) -> None:
         folder = folder.parent
 
 
+def project_files(root: Path) -> list[str]:
+    """The files of the project at ``root`` (the folder that holds goals/), relative to it: what git tracks
+    or would track there, or, outside a repository, every file but those under .git and WORK."""
+    try:
+        repo = GitRepo.discover(root)
+    except HarnessError:
+        return [p.relative_to(root).as_posix() for p in root.rglob("*")
+                if p.is_file() and p.relative_to(root).parts[0] not in (".git", "WORK")]
+    listed = repo.git("ls-files", "--cached", "--others", "--exclude-standard", cwd=root).stdout.splitlines()
+    # relative to the folder git runs in; a file deleted but not yet committed is gone
+    return [path for path in dict.fromkeys(listed) if (root / path).is_file()]
+
+
+def copy_sealed(sealed: SealedPaths, root: Path, folder: Path) -> None:
+    """The sealed files of the project at ``root`` as they are now, copied under ``folder`` at their paths:
+    what a check is given where there is no manifest (the pytest gate runs the checkout itself)."""
+    for rel in sealed.filter(project_files(root)):
+        target = folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(root / rel, target)
+
+
+def unsealed_files(command: str, sealed: SealedPaths, files: list[str]) -> list[str]:
+    """The words of ``command`` that name a file of the project (``files``) that is not sealed."""
+    known = set(files)
+    words = (word.removeprefix("./") for word in command_argv(command))
+    return [word for word in words if word in known and not sealed.match(word)]
+
+
+def check_sealed_check(goal: Goal, files: list[str]) -> None:
+    """The check must come from the sealed files: any file of the project it names is sealed."""
+    if not goal.benchmark.check:
+        return
+    loose = unsealed_files(goal.benchmark.check, SealedPaths(goal.sealed_paths), files)
+    if loose:
+        raise HarnessConfigError(goal.path, "benchmark.check", f"runs {', '.join(loose)}, which is not sealed: a "
+                                 "candidate could change what checks it", "list it under ## Sealed paths")
+
+
 @dataclass
 class RunOutcome:
-    """One benchmark run: ``kind`` is ok, error, timeout, oom, parse_error, sealed or tampered."""
+    """One benchmark run: ``kind`` is ok, error, timeout, oom, parse_error or sealed. ``stdout``, ``stderr``,
+    ``exit_code`` and the times are the measured run's; ``result`` and ``check_output`` the check's."""
 
     kind: str
     score: float | None = None
@@ -156,6 +209,9 @@ class RunOutcome:
     detail: str = ""
     cpu_ms: float = 0.0
     result: str | None = None
+    check_output: str = ""
+    dropped: dict[str, int] = field(default_factory=dict)
+    leftovers: int = 0   # processes the run left behind, stopped when it ended
 
     @property
     def ok(self) -> bool:
@@ -163,116 +219,140 @@ class RunOutcome:
 
     @property
     def raw(self) -> str:
-        """The output the score was read from: the result channel's, else stdout."""
-        return self.result if self.result is not None else self.stdout
+        """What the records keep of the output: the check's result, else (the end of) the run's stdout."""
+        text = self.result if self.result is not None else self.stdout
+        return text[-RAW_CHARS:]
+
+    def log_entry(self) -> str:
+        """This run in the log: how it ended, then what the run and the check printed."""
+        cut = "".join(f"[{stream}: {size} bytes dropped from the middle]\n" for stream, size in self.dropped.items()
+                      if size)
+        if self.leftovers:
+            cut += f"[{self.leftovers} process(es) it left behind were stopped]\n"
+        check = f"[check] {self.check_output}" if self.check_output else ""
+        result = f"[result] {self.result}" if self.result else ""
+        return (f"[{self.kind}] exit {self.exit_code} in {self.seconds:.2f}s, CPU {self.cpu_ms:.1f} ms {self.detail}\n"
+                f"{cut}{self.stdout}{self.stderr}{check}{result}")
 
 
 @dataclass(frozen=True)
 class BenchmarkSite:
     """Where one benchmark run happens: a worktree (or the checkout), the sealed files laid over it
-    read-only, and whether the goal's held-back inputs are shown (only to the winner's confirmation)."""
+    read-only, the sealed files the check runs beside (``sealed_root``, at their repository paths), and
+    whether the goal's held-back inputs are shown (only to the winner's confirmation)."""
 
     worktree: Path
     subdir: Path = Path(".")
     overlays: tuple[tuple[Path, str], ...] = ()
     held_back: bool = False
+    sealed_root: Path | None = None
 
 
-def benchmark_argv(spec: BenchmarkSpec) -> list[str]:
-    return [part.replace("{python}", sys.executable) for part in shlex.split(spec.command)]
+def command_argv(command: str) -> list[str]:
+    """A goal's command line as argv: ``{python}`` is the interpreter running the harness."""
+    return [part.replace("{python}", sys.executable) for part in shlex.split(command)]
 
 
 def run_benchmark(goal_box: GoalSandbox, site: BenchmarkSite, *,
                   cancel: threading.Event | None = None) -> RunOutcome:
-    """Run the goal's benchmark once, confined, and read its score from the channel the harness opened."""
-    spec = goal_box.goal.benchmark
-    argv = benchmark_argv(spec)
+    """Run the goal's benchmark once: the measured run in the worktree, then the check beside the sealed
+    files, each confined, both given the same fresh challenge; the score from the harness's measurement
+    or the check's result."""
+    goal = goal_box.goal
+    spec = goal.benchmark
+    challenge = secrets.token_hex(16)
+    limits = goal_box.limits(spec.timeout_s)
     confinement = goal_box.confinement(site.worktree, cwd=site.worktree / site.subdir, overlays=site.overlays,
-                                       held_back=site.held_back)
+                                       held_back=site.held_back, env={CHALLENGE_ENV: challenge})
     with BENCHMARK_LOCK:
         if cancel is not None and cancel.is_set():
             raise KeyboardInterrupt
-        run = goal_box.box.run(argv, confinement, goal_box.limits(spec.timeout_s), result_channel=True,
-                               cancel=cancel)
-    return classify(spec, run)
-
-
-def classify(spec: BenchmarkSpec, run: Finished) -> RunOutcome:
-    """What one run of the benchmark came to, and its score."""
-    seconds = run.wall_ms / 1000.0
-    outcome = RunOutcome("ok", stdout=run.stdout, stderr=run.stderr, exit_code=run.exit_code, seconds=seconds,
-                         cpu_ms=run.cpu_ms, result=run.result)
-    code = run.exit_code
-    if run.timed_out:
-        outcome.kind, outcome.detail = "timeout", f"the benchmark ran longer than {spec.timeout_s:g} s and was stopped"
-        return outcome
-    if code in (137, 128 + signal.SIGKILL):
-        outcome.kind = "oom"
-        outcome.detail = f"the benchmark was killed (exit {code}), most likely out of memory"
-        return outcome
-    if code == 128 + signal.SIGXCPU:
-        outcome.kind, outcome.detail = "timeout", "the benchmark used up its CPU time limit"
-        return outcome
-    if code != 0:
-        tail = _last_line(run.stderr) or _last_line(run.stdout) or "no output"
-        outcome.kind, outcome.detail = "error", f"the benchmark exited {code}: {tail}"
-        return outcome
-    try:
-        score, subs = read_score(spec, run)
-    except Tampered as exc:
-        outcome.kind, outcome.detail = "tampered", str(exc)
-        return outcome
-    except ValueError as exc:
-        outcome.kind, outcome.detail = "parse_error", str(exc)
-        return outcome
-    outcome.score, outcome.sub_scores = score, subs
+        run = goal_box.box.run(command_argv(spec.command), confinement, limits, cancel=cancel)
+        outcome = classify_run(spec, limits, run)
+        if outcome.ok and spec.check:
+            read_check(spec, outcome, _run_check(goal_box, site, run, challenge, limits, cancel))
+    if outcome.ok:
+        score(goal, outcome, run)
     return outcome
 
 
-class Tampered(ValueError):
-    """The result channel holds more than the benchmark's one result: other code wrote to it."""
+def _run_check(goal_box: GoalSandbox, site: BenchmarkSite, run: Finished, challenge: str, limits: Limits,
+               cancel: threading.Event | None) -> Finished:
+    spec = goal_box.goal.benchmark
+    assert spec.check is not None
+    if site.sealed_root is None:
+        raise HarnessError(f"{goal_box.goal.path}: benchmark.check: this run was given no sealed files to check with")
+    env = {CHALLENGE_ENV: challenge, "HARNESS_RUN_CPU_MS": f"{run.cpu_ms:.3f}",
+           "HARNESS_RUN_WALL_MS": f"{run.wall_ms:.3f}"}
+    confinement = goal_box.check_confinement(site.sealed_root, cwd=site.sealed_root / site.subdir,
+                                             hide=(site.worktree,), env=env, held_back=site.held_back)
+    return goal_box.box.run(command_argv(spec.check), confinement, limits, stdin=run.stdout, result_channel=True,
+                            cancel=cancel)
 
 
-def read_score(spec: BenchmarkSpec, run: Finished) -> tuple[float, dict[str, float]]:
-    """The score and sub-scores of a finished run, by the goal's ``result`` and ``score_from``."""
-    if spec.result == "channel":
-        text = run.result or ""
-        if not text.strip() and spec.score_from == "output":
-            hint = (" (it printed a result on stdout, which any code the benchmark imports can print too: write it "
-                    "to the file named by HARNESS_RESULT_FILE, or set '- result: stdout' in goal.md to trust stdout)"
-                    if _looks_like_a_result(spec, run.stdout) else "")
-            raise ValueError(f"the benchmark wrote nothing to its result channel (HARNESS_RESULT_FD){hint}")
-        results = _results_in(spec, text)
-        if results > 1:
-            raise Tampered(f"the result channel received {results} results where the benchmark "
-                           "writes one: code the benchmark imported wrote to it too")
-    else:
-        text = run.stdout
-    measured = {"cpu_time": run.cpu_ms, "wall_time": run.wall_ms}.get(spec.score_from)
-    if measured is not None:
-        subs = parse_output(spec, text)[1] if text.strip() else {}
-        return round(measured, 3), subs
-    return parse_output(spec, text)
+def classify_run(spec: BenchmarkSpec, limits: Limits, run: Finished) -> RunOutcome:
+    """How the measured run ended. A bound the run ran into explains a failure; a run that exited 0 is
+    judged by its check."""
+    outcome = RunOutcome("ok", stdout=run.stdout, stderr=run.stderr, exit_code=run.exit_code,
+                         seconds=run.wall_ms / 1000.0, cpu_ms=run.cpu_ms, dropped=dict(run.dropped),
+                         leftovers=run.leftovers)
+    code, hit, bounds = run.exit_code, set(run.limits_hit), run.limit_problem(limits)
+    tail = _last_line(run.stderr) or _last_line(run.stdout) or "no output"
+    if run.timed_out or "time" in hit:
+        outcome.kind, outcome.detail = "timeout", f"the benchmark ran longer than {spec.timeout_s:g} s and was stopped"
+    elif code == 128 + signal.SIGXCPU:
+        outcome.kind, outcome.detail = "timeout", "the benchmark used up its CPU time limit"
+    elif code != 0 and "memory" in hit:
+        outcome.kind, outcome.detail = "oom", f"the benchmark ran out of memory: it {bounds} (exit {code}: {tail})"
+    elif code in (137, 128 + signal.SIGKILL):
+        outcome.kind, outcome.detail = "oom", f"the benchmark was killed (exit {code}), most likely out of memory"
+    elif code != 0:
+        outcome.kind = "error"
+        outcome.detail = f"the benchmark exited {code}: {tail}" + (f" (it {bounds})" if bounds else "")
+    elif run.dropped.get("stdout") and spec.check:
+        outcome.kind, outcome.detail = "error", f"the benchmark {bounds}: its check cannot read what it printed"
+    return outcome
 
 
-def _results_in(spec: BenchmarkSpec, text: str) -> int:
-    if spec.parse == "regex":
-        assert spec.score_regex is not None
-        return len(re.findall(spec.score_regex, text, re.MULTILINE))
-    count = 0
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                count += isinstance(json.loads(line), dict)
-            except json.JSONDecodeError:
-                continue
-    return count
+def read_check(spec: BenchmarkSpec, outcome: RunOutcome, check: Finished) -> None:
+    """The check's verdict on the run: a check that fails (exits non-zero) fails the run with its reason."""
+    outcome.check_output = check.stdout + check.stderr
+    outcome.result = check.result if spec.result == "channel" else check.stdout
+    if check.timed_out or "time" in check.limits_hit:
+        outcome.kind, outcome.detail = "error", f"the check ran longer than {spec.timeout_s:g} s and was stopped"
+    elif check.exit_code != 0:
+        reason = _last_line(check.stderr) or _last_line(check.stdout) or f"it exited {check.exit_code}"
+        outcome.kind, outcome.detail = "error", f"the check rejected the run's output: {reason}"
 
 
-def _looks_like_a_result(spec: BenchmarkSpec, stdout: str) -> bool:
+def score(goal: Goal, outcome: RunOutcome, run: Finished) -> None:
+    """The score of a run that passed: the harness's own measurement (``score_from: cpu_time``/``wall_time``,
+    with the metric as a sub-score unless the check reports one of that name) or the check's result."""
+    spec = goal.benchmark
+    text = outcome.result or ""
     try:
-        parse_output(spec, stdout)
+        if spec.measured:
+            measured = round(run.cpu_ms if spec.score_from == "cpu_time" else run.wall_ms, 3)
+            subs = parse_output(spec, text, need_score=False)[1] if spec.check and text.strip() else {}
+            subs.setdefault(goal.metric.name, measured)
+            outcome.score, outcome.sub_scores = measured, subs
+            return
+        if not text.strip() and spec.result == "stdout":
+            raise ValueError("the check printed no result on its stdout")
+        if not text.strip():
+            hint = (" (it printed one on stdout: write it to the file named by HARNESS_RESULT_FILE, or set "
+                    "'- result: stdout' in goal.md)" if _looks_like_a_result(spec, outcome.check_output) else "")
+            raise ValueError(f"the check wrote no result to its channel (HARNESS_RESULT_FILE){hint}")
+        found, outcome.sub_scores = parse_output(spec, text)
+        assert found is not None
+        outcome.score = found
+    except ValueError as exc:
+        outcome.kind, outcome.detail = "parse_error", str(exc)
+
+
+def _looks_like_a_result(spec: BenchmarkSpec, text: str) -> bool:
+    try:
+        parse_output(spec, text)
     except ValueError:
         return False
     return True
@@ -295,10 +375,11 @@ def _number(value: object, what: str) -> float:
     return number
 
 
-def parse_output(spec: BenchmarkSpec, stdout: str) -> tuple[float, dict[str, float]]:
-    """The score and sub-scores in the benchmark's output (ValueError says what is missing)."""
+def parse_output(spec: BenchmarkSpec, text: str, *, need_score: bool = True) -> tuple[float | None, dict[str, float]]:
+    """The score and sub-scores in the check's result (ValueError says what is missing); without
+    ``need_score`` (the harness measures the score) a result may hold sub-scores alone."""
     if spec.parse == "json":
-        for line in reversed(stdout.splitlines()):
+        for line in reversed(text.splitlines()):
             line = line.strip()
             if not line.startswith("{"):
                 continue
@@ -308,28 +389,29 @@ def parse_output(spec: BenchmarkSpec, stdout: str) -> tuple[float, dict[str, flo
                 continue
             if not isinstance(data, dict):
                 continue
-            if spec.score_key not in data:
+            if spec.score_key not in data and need_score:
                 raise ValueError(f"the last JSON line has no {spec.score_key!r} key")
-            score = _number(data[spec.score_key], spec.score_key)
+            found = _number(data[spec.score_key], spec.score_key) if spec.score_key in data else None
             subs_raw = data.get(spec.sub_scores_key) or {}
             if not isinstance(subs_raw, dict):
                 raise ValueError(f"{spec.sub_scores_key!r} is not an object")
             subs = {str(k): _number(v, f"{spec.sub_scores_key}.{k}") for k, v in subs_raw.items()}
-            return score, subs
-        raise ValueError("no JSON object line in the benchmark's output")
-    assert spec.score_regex is not None
-    match = None
-    for match in re.finditer(spec.score_regex, stdout, re.MULTILINE):
-        pass
-    if match is None:
-        raise ValueError(f"score_regex {spec.score_regex!r} matched nothing in the output")
-    score = _number(match.group(1), "score")
+            return found, subs
+        raise ValueError("no JSON object line in the check's result")
+    found = None
+    if spec.score_regex is not None:
+        match = None
+        for match in re.finditer(spec.score_regex, text, re.MULTILINE):
+            pass
+        if match is None and need_score:
+            raise ValueError(f"score_regex {spec.score_regex!r} matched nothing in the check's result")
+        found = _number(match.group(1), "score") if match is not None else None
     subs = {}
     for name, regex in spec.sub_score_regexes:
         sub = None
-        for sub in re.finditer(regex, stdout, re.MULTILINE):
+        for sub in re.finditer(regex, text, re.MULTILINE):
             pass
         if sub is None:
-            raise ValueError(f"sub_score_regex.{name} matched nothing in the output")
+            raise ValueError(f"sub_score_regex.{name} matched nothing in the check's result")
         subs[name] = _number(sub.group(1), name)
-    return score, subs
+    return found, subs

@@ -21,8 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         help="do not plot trajectories at the end (default: plot when harness.tracking is there)")
     parser.add_argument("--approve", dest="approve", action="append", default=[], metavar="PLAN",
                         help="let this plan (its plan id, or the idea file it comes from) be merged although its "
-                             "change reaches into the measurement, and run it although SafetyGuard warned; "
-                             "repeatable (default: none)")
+                             "change reaches into the measurement or its score is outside what the goal declares "
+                             "plausible, and run it although SafetyGuard warned; 'baseline' accepts an implausible "
+                             "score of the baseline commit; repeatable (default: none)")
     parser.add_argument("--allow-unconfined", dest="allow_unconfined", action="store_true",
                         help="where no sandbox can be made, run commands from models and ideas anyway, unconfined "
                              "(default: refuse them)")

@@ -3,7 +3,8 @@
 Every benchmark run, executor command and command a model proposes runs through :class:`GoalSandbox`:
 the user's checkout and every home are hidden, the command's worktree is writable, the repository's
 git folder is readable (so ``git log`` and ``git diff`` work in a worktree), the environment is the
-allowlist plus the names the goal's ``## Sandbox`` section declares, and the goal's limits apply.
+allowlist plus the names the goal's ``## Sandbox`` section declares, and the goal's limits apply. A
+benchmark's check is confined apart: it sees the sealed files, read-only, and nothing of the candidate's.
 """
 
 from __future__ import annotations
@@ -69,27 +70,46 @@ class GoalSandbox:
     def confinement(self, workdir: Path, *, cwd: Path | None = None, network: bool = False,
                     env: Mapping[str, str] | None = None, overlays: tuple[tuple[Path, str], ...] = (),
                     held_back: bool = False) -> Confinement:
+        """A command of a candidate's worktree (a benchmark's measured run, an executor): the worktree
+        writable, the repository's git folder readable, the user's checkout hidden."""
+        # the pytest gate works in the checkout itself: the one case where the checkout is not hidden
+        hidden = (self.repo_root,) if workdir != self.repo_root else ()
+        return self._confine(workdir, cwd=cwd, network=network, env={"HARNESS_WORKTREE": str(workdir), **(env or {})},
+                             hidden=hidden, read_only=(self.git_dir,), overlays=overlays, held_back=held_back)
+
+    def check_confinement(self, sealed_root: Path, *, cwd: Path, hide: tuple[Path, ...] = (),
+                          env: Mapping[str, str] | None = None, held_back: bool = False) -> Confinement:
+        """The benchmark's check: the sealed files (``sealed_root``) read-only and nothing of the candidate's:
+        the user's checkout, the repository's git folder and the candidate's worktree (``hide``) stay out of
+        sight, so nothing of the candidate's reaches the process that writes the result."""
+        return self._confine(sealed_root, cwd=cwd, network=False,
+                             env={"HARNESS_SEALED": str(sealed_root), **(env or {})},
+                             hidden=(self.repo_root, self.git_dir, *hide), read_only=(), held_back=held_back,
+                             workdir_writable=False)
+
+    def _confine(self, workdir: Path, *, cwd: Path | None, network: bool, env: Mapping[str, str],
+                 hidden: tuple[Path, ...], read_only: tuple[Path, ...], overlays: tuple[tuple[Path, str], ...] = (),
+                 held_back: bool, workdir_writable: bool = True) -> Confinement:
         spec = self.goal.sandbox
         environment = child_environment(spec.env)
-        environment.update(PYTHONDONTWRITEBYTECODE="1", HARNESS_WORKTREE=str(workdir))
-        environment.update(env or {})
-        hidden = [self.repo_root]
-        read_only = [self.git_dir, *(self._path(p) for p in spec.read)]
+        environment.update(PYTHONDONTWRITEBYTECODE="1")
+        environment.update(env)
+        shown = [*read_only, *(self._path(p) for p in spec.read)]
         held = self.held_back_dir()
         if held is not None:
             if held_back:
-                read_only.append(held)
+                shown.append(held)
                 environment["HARNESS_HELD_BACK"] = str(held)
             else:
-                hidden.append(held)
-        return Confinement(workdir=workdir, cwd=cwd, env=environment, hidden=tuple(hidden),
-                           read_only=tuple(read_only), writable=tuple(self._path(p) for p in spec.write),
-                           overlays=overlays, network=network)
+                hidden = (*hidden, held)
+        return Confinement(workdir=workdir, cwd=cwd, env=environment, hidden=tuple(hidden), read_only=tuple(shown),
+                           writable=tuple(self._path(p) for p in spec.write), overlays=overlays, network=network,
+                           workdir_writable=workdir_writable)
 
     def limits(self, timeout_s: float, *, cpu: bool = False) -> Limits:
         """The goal's limits; ``cpu`` caps each process's CPU time at the timeout too (not for benchmarks,
-        whose own CPU clock it would coarsen)."""
-        return Limits(timeout_s=timeout_s, cpu_s=timeout_s if cpu else None, memory_mb=self.goal.sandbox.memory_mb)
+        whose CPU time the harness measures)."""
+        return Limits(timeout_s=timeout_s, cpu_s=timeout_s if cpu else None, **self.goal.sandbox.bounds())
 
     def _path(self, raw: str) -> Path:
         path = Path(os.path.expanduser(raw))

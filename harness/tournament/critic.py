@@ -7,10 +7,11 @@ schema_valid   the plan matches the plan schema and names a family of the goal's
 history_aware  the plan does not repeat an earlier attempt and refers only to plans that exist
 
 and, on every candidate's change as committed (whatever executor made it), :func:`measurement_flags`:
-what in it reaches into the measurement (timers, ``atexit``, stdout, the standard library, import
-hooks, ``.pth``, ``sitecustomize``, ``conftest.py``, the result channel). Such a candidate is not merged
-without the user's explicit approval. The flags are an early warning; the sandbox, the sealed files laid
-over every run and the result channel are what the score rests on (docs/tournament.md, threat model).
+what in it reaches into the measurement (timers, ``atexit``, stdout, the standard library, the benchmark's
+``__main__``, import hooks, ``.pth``, ``sitecustomize``, ``conftest.py``, the result channel). Such a candidate
+is not merged without the user's explicit approval. The flags are an early warning, read from text; the score
+rests on the measurement from outside the run and the sealed check in a process of its own
+(docs/tournament.md, threat model).
 """
 
 from __future__ import annotations
@@ -42,11 +43,12 @@ _MEASUREMENT_LINES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((what, re.co
                          r"|\bredirect_std(out|err)\b|\bos\.dup2?\b"),
     ("the standard library", rf"\b{_STDLIB}\.\w+(\.\w+)*\s*=(?!=)|\bsetattr\(\s*{_STDLIB}\b|__builtins__"
                              r"|\bimport\s+builtins\b|\bfrom\s+builtins\s+import\b"),
+    ("the benchmark's own module", r"\bimport\s+__main__\b|\bfrom\s+__main__\s+import\b|['\"]__main__['\"]\s*\]"),
     ("the import system", r"\bsys\.(meta_path|path_hooks|path_importer_cache|modules)\b|\b__import__\b"
                           r"|\bimportlib\.(abc|machinery)\b"),
     ("the caller's frames", r"\bsys\._getframe\b|\binspect\.(stack|currentframe|getouterframes)\b"
                             r"|\bgc\.get_referrers\b|\bctypes\b"),
-    ("the result channel", r"HARNESS_|/dev/fd/|/proc/self/fd"),
+    ("the result channel", r"HARNESS_|/dev/fd/|/proc/[^/\s'\"]*/fd\b"),
 ))
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.errors import HarnessError
 from harness.sandbox import kill_active
-from harness.tournament import agents, critic, stats
+from harness.tournament import agents, critic, plausibility, stats
 from harness.tournament.benchmark import SealedManifest
 from harness.tournament.context import Context, fmt
 from harness.tournament.executors import ChangeOutcome, executor_kind, make_change
@@ -21,7 +21,9 @@ from harness.tournament.models import ExecutorResult, Measurement, Plan, Regress
 from harness.tournament.safety import SafetyGuard
 from harness.tournament.schemas import write_record
 from harness.tournament.state import BaselineRuns, ExecutorEntry, IterationState
-from harness.tournament.store import now_iso, read_result, write_json_plain
+from harness.tournament.store import now_iso, read_result, recorded_baseline, write_json_plain
+
+BASELINE = "baseline"  # what --approve names to accept an implausible score of the baseline commit
 
 
 def held_even_tolerance(goal: Goal, baseline_score: float, spread: float) -> float:
@@ -108,6 +110,12 @@ def _measure_baseline(ctx: Context, n: int, base: str, manifest: SealedManifest)
     if got.failed is not None:
         raise HarnessError(f"the sealed benchmark fails on the baseline commit {base[:7]}: {got.failed.detail} "
                            "(fix the program or the benchmark before improving it)")
+    recorded = recorded_baseline(ctx.layout)  # the last best: the reference of plausible_factor
+    implausible = plausibility.flags(ctx.goal, got.scores, recorded.score if recorded else None)
+    if implausible and not ctx.approved(BASELINE):
+        raise HarnessError(f"the sealed benchmark measures the baseline commit {base[:7]} at a score the goal does "
+                           f"not declare plausible ({'; '.join(implausible)}): look at what it measures and fix the "
+                           f"benchmark or the goal's bounds, or accept the score with --approve {BASELINE}")
     gains = [ctx.goal.metric.gain(s) for s in got.scores]
     return BaselineRuns(commit=base, samples=got.scores, score=stats.median(got.scores), spread=stats.spread(gains),
                         sub_scores=got.sub_scores)
@@ -203,13 +211,14 @@ def _executor(ctx: Context, n: int, eid: str, plan: Plan, base: str, manifest: S
         score = stats.median(got.scores)
         result.benchmark_score, result.benchmark_raw, result.sub_scores = score, got.raw, got.sub_scores
         result.samples = got.scores
-        if flags and not approved:
-            return _failed(ctx, result, plan, "measurement",
-                           f"the change reaches into the measurement ({'; '.join(flags[:3])}"
-                           f"{'; ...' if len(flags) > 3 else ''}); measured {goal.metric.name} "
-                           f"{fmt(score)}, not merged without your approval: review branch "
-                           f"{branch.replace('experiment/', 'archive/', 1)} and merge it yourself, or "
-                           f"approve such a plan when it runs (--approve {plan.plan_id})")
+        implausible = plausibility.flags(goal, got.scores, baseline.score)
+        if implausible:
+            result.measurement = Measurement(flags=flags + implausible, approved=approved)
+        if (flags or implausible) and not approved:
+            return _failed(ctx, result, plan, "measurement" if flags else "implausible",
+                           f"{_unapproved(flags, implausible)}; measured {goal.metric.name} {fmt(score)}, not merged "
+                           f"without your approval: review branch {branch.replace('experiment/', 'archive/', 1)} "
+                           f"and merge it yourself, or approve such a plan when it runs (--approve {plan.plan_id})")
         allowed = held_even_tolerance(goal, baseline.score, baseline.spread)
         if -goal.metric.better(score, baseline.score) > allowed:
             check = _check_regression(ctx, n, eid, wt, base, manifest, log, allowed)
@@ -226,6 +235,18 @@ def _executor(ctx: Context, n: int, eid: str, plan: Plan, base: str, manifest: S
     finally:
         if not ctx.cancel.is_set():
             repo.remove_worktree(wt)
+
+
+def _unapproved(flags: list[str], implausible: list[str]) -> str:
+    """What keeps a candidate from being merged unseen: the critic's flags and the implausible scores."""
+    parts = []
+    if flags:
+        more = "; ..." if len(flags) > 3 else ""
+        parts.append(f"the change reaches into the measurement ({'; '.join(flags[:3])}{more})")
+    if implausible:
+        parts.append(f"its score is outside what the goal declares plausible "
+                     f"({'; '.join(why.removeprefix(plausibility.FLAG + ': ') for why in implausible[:3])})")
+    return "; and ".join(parts)
 
 
 def _check_regression(ctx: Context, n: int, eid: str, wt: Path, base: str, manifest: SealedManifest, log: Path,

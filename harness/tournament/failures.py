@@ -8,19 +8,23 @@ from harness.tournament.models import FailureAnalysis, Plan
 from harness.tournament.schemas import validate
 
 # how a failed benchmark run is analysed (seed 001's categories)
-RUN_CATEGORY = {"sealed": "sealed_file_violation", "tampered": "measurement", "timeout": "timeout",
-                "oom": "oom", "parse_error": "benchmark_parse_error"}
+RUN_CATEGORY = {"sealed": "sealed_file_violation", "timeout": "timeout", "oom": "oom",
+                "parse_error": "benchmark_parse_error"}
 
-# "measurement" is not one of seed 001's categories: a change that reaches into what measures it is
-# recorded as the seed's sealed_file_violation, with reasons of its own.
-_SEED_CATEGORY = {"measurement": "sealed_file_violation"}
+# "measurement" and "implausible" are not seed 001's categories: a change that reaches into what measures it,
+# and a score outside what the goal declares plausible, are recorded as the seed's sealed_file_violation, with
+# reasons of their own.
+_SEED_CATEGORY = {"measurement": "sealed_file_violation", "implausible": "sealed_file_violation"}
 _WHY = {
     "sealed_file_violation": ("the sealed benchmark must stay the same for every candidate; a changed benchmark "
                               "would measure something else"),
     "measurement": ("a change that reaches into what measures it (the clock, the result, the interpreter's "
                     "start-up) can move the score without making the program any better"),
+    "implausible": ("a score outside what the goal declares plausible (no time at all, past plausible_best, more "
+                    "than plausible_factor times the baseline) is likelier a fooled or broken measurement than a "
+                    "real gain"),
     "scope_error": "the change does not fit the code at the current best commit",
-    "logic_error": "the change broke the program: the benchmark could not produce a score",
+    "logic_error": "the change broke the program: the benchmark or its check could not produce a score",
     "benchmark_parse_error": "the benchmark's output no longer holds a readable score",
     "timeout": "the change made the benchmark too slow or made it hang",
     "oom": "the benchmark ran out of memory with the change",
@@ -30,9 +34,11 @@ _LESSON = {
     "sealed_file_violation": "improve the program, never the benchmark or the other sealed paths ({sealed})",
     "measurement": ("improve the program itself; leave timers, exit hooks, stdout, the standard library and the "
                     "import system alone, or ask the user to approve the change"),
+    "implausible": ("make the program itself faster or better; if such a score is real, the user approves it "
+                    "(--approve) or widens the goal's plausible bounds"),
     "scope_error": "write the change against the current best commit and keep it to the target files",
     "logic_error": "keep the program's answers exact; check the change against the benchmark's own checks first",
-    "benchmark_parse_error": "do not print to stdout from the program or change the benchmark's output format",
+    "benchmark_parse_error": "keep the output the benchmark's check reads in the format it expects",
     "timeout": "keep the work bounded; the benchmark has a time limit of {timeout:g} s",
     "oom": "keep memory use bounded",
     "infrastructure": "fix the executor setup (model access, executor_command) before retrying the plan",

@@ -27,29 +27,55 @@ class Metric(_Frozen):
 
 
 class BenchmarkSpec(_Frozen):
+    """The sealed benchmark: two commands that never share a process (docs/tournament.md, the threat model).
+
+    ``command`` is the measured run: the candidate's code runs in it, so nothing it writes is a score; it gets
+    no result channel, and the harness measures it from outside (CPU time from ``wait4``, wall time from the
+    parent). ``check`` comes from the sealed files alone and runs in a process of its own that never sees the
+    candidate's worktree: it reads the run's stdout and writes the result (score and sub-scores) to the
+    channel the harness opens for it. Both get the same fresh challenge (``HARNESS_CHALLENGE``) per run.
+    """
+
     command: str
+    check: str | None = None
     timeout_s: float = 300.0
+    # how the check's result is read
     parse: Literal["json", "regex"] = "json"
     score_key: str = "score"
     sub_scores_key: str = "sub_scores"
     score_regex: str | None = None
     sub_score_regexes: tuple[tuple[str, str], ...] = ()
-    # where the output is read: the result channel the harness opens (HARNESS_RESULT_FD), which code the
-    # benchmark imports cannot fake without being caught, or stdout, which any such code can print to
+    # where the check's result is read: the channel only the check holds (HARNESS_RESULT_FILE), or its stdout
     result: Literal["channel", "stdout"] = "channel"
-    # the score: what the benchmark reports, or the time its processes took, measured from outside
+    # the score: the check's result, or the time the run took, measured by the harness from outside
     score_from: Literal["output", "cpu_time", "wall_time"] = "output"
     held_back: str | None = None  # a folder only the winner's confirmation runs see (HARNESS_HELD_BACK)
 
+    @property
+    def measured(self) -> bool:
+        """The score is the harness's own measurement of the run, not anything a process reports."""
+        return self.score_from != "output"
+
 
 class SandboxSpec(_Frozen):
-    """What the goal's commands may reach beyond the sandbox's defaults (docs/tournament.md)."""
+    """What the goal's commands may reach beyond the sandbox's defaults (docs/tournament.md); a bound left
+    out is the sandbox's default (``harness.sandbox.Limits``)."""
 
     env: tuple[str, ...] = ()          # variable names passed through to benchmarks and executors
     read: tuple[str, ...] = ()         # extra read-only paths (relative to the project root, or absolute)
     write: tuple[str, ...] = ()        # extra writable paths
     executor_network: bool = False     # executors may reach the network (a coding agent's API); benchmarks never
-    memory_mb: int = 8192              # address space per process
+    memory_mb: int | None = None       # memory of the whole run: every process and its private /tmp
+    processes: int | None = None       # processes (and threads) at once
+    tmp_mb: int | None = None          # the private /tmp, $HOME and /dev/shm
+    disk_mb: int | None = None         # how much the writable folders may grow during a run
+    output_kb: int | None = None       # kept of stdout and of stderr each (a head and a tail)
+
+    def bounds(self) -> dict[str, int]:
+        """The bounds the goal sets, by their ``Limits`` names."""
+        given = {"memory_mb": self.memory_mb, "processes": self.processes, "tmp_mb": self.tmp_mb,
+                 "disk_mb": self.disk_mb, "output_kb": self.output_kb}
+        return {name: value for name, value in given.items() if value is not None}
 
 
 class PhaseTarget(_Frozen):
@@ -107,6 +133,11 @@ class AcceptanceSpec(_Frozen):
     post_merge_runs: int = 3
     regression_tolerance: float = 0.10
     gate_tolerance: float = 0.10
+    # what the goal declares plausible: a score past these is not merged (nor recorded as the baseline)
+    # without the user's approval (harness.tournament.plausibility)
+    plausible_best: float | None = None     # no real score is better than this
+    plausible_factor: float | None = None   # no real gain makes the score this many times better than the baseline
+    zero_plausible: bool = False            # an output score of exactly 0 can be real (never a measured time)
 
 
 class Goal(_Frozen):

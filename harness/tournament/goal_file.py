@@ -10,9 +10,11 @@ The format (docs/tournament.md has the full reference)::
     - name: runtime_ms
     - direction: minimize
     ## Benchmark
-    - command: {python} goals/demo/bench/benchmark.py
+    - command: {python} goals/demo/bench/workload.py   (the measured run: no result channel)
+    - check: {python} goals/demo/bench/check.py        (sealed: reads the run's stdout, writes the result)
+    - score_from: cpu_time     (cpu_time / wall_time: measured by the harness; output: the check's score)
     - timeout: 60
-    - parse: json              (json: the last JSON object line; regex: score_regex)
+    - parse: json              (the check's result: json, the last JSON object line; regex: score_regex)
     ## Sealed paths
     - goals/demo/bench/**
     ## Phases                  (seed 001 section 12)
@@ -20,9 +22,10 @@ The format (docs/tournament.md has the full reference)::
     ## Approach families       (custom tags, | Tag | Description |)
     ## Agents                  planners, executors, architect_review, executor_command, model ...
     ## Stop conditions         max_iterations, target_score, plateau_window, circuit_breaker
-    ## Acceptance              noise_runs, candidate_runs, confirm_pairs, min_effect, significance, alpha ...
+    ## Acceptance              noise_runs, candidate_runs, confirm_pairs, min_effect, significance, alpha ...,
+                               plausible_best, plausible_factor, zero_plausible
     ## Critic                  family_streak
-    ## Sandbox                 env, read, write, executor_network, memory_mb
+    ## Sandbox                 env, read, write, executor_network, memory_mb, processes, tmp_mb, disk_mb, output_kb
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ _SECTION_ALIASES = {
 _KEYS: dict[str, dict[str, str]] = {
     # section -> key -> kind
     "metric": {"name": "str", "direction": "direction"},
-    "benchmark": {"command": "str", "timeout": "pos_float", "parse": "parse", "score_key": "str",
+    "benchmark": {"command": "str", "check": "str", "timeout": "pos_float", "parse": "parse", "score_key": "str",
                   "sub_scores_key": "str", "score_regex": "regex", "result": "result",
                   "score_from": "score_from", "held_back": "str"},
     "agents": {"planners": "nonneg_int", "executors": "pos_int", "architect_review": "bool",
@@ -60,20 +63,22 @@ _KEYS: dict[str, dict[str, str]] = {
     "acceptance": {"noise_runs": "runs", "candidate_runs": "pos_int", "confirm_pairs": "runs",
                    "min_effect": "nonneg_float", "significance": "significance", "alpha": "alpha",
                    "post_merge_runs": "pos_int", "regression_tolerance": "nonneg_float",
-                   "gate_tolerance": "nonneg_float"},
+                   "gate_tolerance": "nonneg_float", "plausible_best": "float", "plausible_factor": "factor",
+                   "zero_plausible": "bool"},
     "critic": {"family_streak": "pos_int"},
     "sandbox": {"env": "names", "read": "paths", "write": "paths", "executor_network": "bool",
-                "memory_mb": "pos_int"},
+                "memory_mb": "pos_int", "processes": "pos_int", "tmp_mb": "pos_int", "disk_mb": "pos_int",
+                "output_kb": "pos_int"},
 }
 _CHOICES = {"direction": ("maximize", "minimize"), "parse": ("json", "regex"), "result": ("channel", "stdout"),
             "significance": ("mann_whitney", "bootstrap"), "score_from": ("output", "cpu_time", "wall_time")}
 _LEAST = {"pos_int": 1, "nonneg_int": 0, "runs": 2}  # runs: the spread needs two samples
 _BOUNDS: dict[str, dict[str, float]] = {"pos_float": {"above": 0}, "nonneg_float": {"low": 0},
-                                        "alpha": {"above": 0, "below": 1}}
+                                        "alpha": {"above": 0, "below": 1}, "factor": {"above": 1}}
 # a value of each kind, for the fix of a bad one
 _EXAMPLES = {"str": "text", "direction": "minimize", "parse": "json", "result": "channel", "score_from": "output",
              "pos_float": "60", "nonneg_float": "0.5", "float": "0.9", "alpha": "0.05", "pos_int": "3",
-             "nonneg_int": "0", "runs": "5", "bool": "on", "significance": "mann_whitney",
+             "nonneg_int": "0", "runs": "5", "bool": "on", "factor": "20", "significance": "mann_whitney",
              "names": "MY_TOKEN, OTHER_NAME", "paths": "data/, /opt/tool"}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _FIELD_NAMES = {"timeout": "timeout_s", "executor_timeout": "executor_timeout_s"}
@@ -252,9 +257,7 @@ def load_goal(path: Path | str) -> Goal:
 
     data["metric"] = Metric(**section_values("metric", ("name", "direction")))
     bench = section_values("benchmark", ("command",))
-    if bench.get("parse") == "regex" and not bench.get("score_regex"):
-        p.fail(None, "benchmark.score_regex", "missing (parse: regex needs it)",
-               "add '- score_regex: `score=([0-9.]+)`'")
+    _check_measurement(p, bench, p.bullets("benchmark", sections["benchmark"]), slug)
     bench["sub_score_regexes"] = tuple(bench.get("sub_score_regexes", ()))
     data["benchmark"] = BenchmarkSpec(**bench)
 
@@ -325,12 +328,44 @@ def load_goal(path: Path | str) -> Goal:
 
     data["agents"] = AgentsSpec(**section_values("agents"))
     data["stop"] = StopConditions(**section_values("stop"))
-    data["acceptance"] = AcceptanceSpec(**section_values("acceptance"))
+    acceptance = section_values("acceptance")
+    if acceptance.get("zero_plausible") and data["benchmark"].measured:
+        line = p.bullets("acceptance", sections["acceptance"])["zero_plausible"][0]
+        p.fail(line, "acceptance.zero_plausible", f"a measured time of 0 is never plausible (score_from: "
+               f"{data['benchmark'].score_from})", "remove the line")
+    data["acceptance"] = AcceptanceSpec(**acceptance)
     data["sandbox"] = SandboxSpec(**section_values("sandbox"))
     critic = section_values("critic")
     if "family_streak" in critic:
         data["family_streak"] = critic["family_streak"]
     return Goal(**data)
+
+
+# fields that say how the check's result is read: without a check there is no result to read
+_CHECK_RESULT_FIELDS = ("result", "parse", "score_key", "sub_scores_key", "score_regex")
+
+
+def _check_measurement(p: _Parser, bench: dict[str, Any], lines: dict[str, tuple[int, str]], slug: str) -> None:
+    """A score must never come from the process the candidate's code runs in: ``score_from: output`` needs a
+    sealed check, and fields that describe the check's result need a check to describe."""
+    score_from = bench.get("score_from", "output")
+    fix = (f"add '- check: {{python}} goals/{slug}/bench/check.py', a sealed command that reads the run's stdout "
+           "and writes the score to HARNESS_RESULT_FILE, or score the run's time with '- score_from: cpu_time'")
+    if not bench.get("check"):
+        if score_from == "output":
+            if "score_from" in lines:
+                p.fail(lines["score_from"][0], "benchmark.score_from", "output takes the score from what the "
+                       "benchmark reports, and without a check that is the measured run, where the candidate's "
+                       "code runs", fix)
+            p.fail(None, "benchmark.check", "missing: without a check the score (score_from: output, the default) "
+                   "would come from the measured run, where the candidate's code runs", fix)
+        for key, (line, _) in lines.items():
+            if key in _CHECK_RESULT_FIELDS or key.startswith("sub_score_regex."):
+                p.fail(line, f"benchmark.{key}", "describes the check's result, and the goal has no check",
+                       "add '- check: ...' (a sealed command that reads the run's stdout), or remove the line")
+    if score_from == "output" and bench.get("parse") == "regex" and not bench.get("score_regex"):
+        p.fail(None, "benchmark.score_regex", "missing (parse: regex needs it)",
+               "add '- score_regex: `score=([0-9.]+)`'")
 
 
 def goal_metrics(goals_dir: Path | str) -> dict[str, Metric]:

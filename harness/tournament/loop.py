@@ -25,6 +25,7 @@ from harness.tournament import execution, planning, recording, selection, stoppi
 from harness.events import Events, TournamentStep
 from harness.llm import CallPolicy
 from harness.tournament.agents import ModelAccess
+from harness.tournament.benchmark import check_sealed_check, project_files
 from harness.tournament.confine import UNCONFINED_FLAG
 from harness.tournament.context import Context
 from harness.tournament.execution import held_even_tolerance
@@ -110,6 +111,7 @@ class Tournament:
         self.branch = self.repo.require_clean_branch()
         self.ideas = list_ideas(self.goal.goal_dir)  # a broken idea file stops the run before anything
         self.ctx.box.check_held_back(self.repo)
+        check_sealed_check(self.goal, project_files(self.ctx.box.project_root))
         self.layout.ensure_ignored()
         with _run_lock(self.layout):
             stray = self.repo.remove_worktrees_under(self.layout.worktrees)

@@ -89,7 +89,8 @@ class FailureAnalysis(Record):
 
 
 class Measurement(Record):
-    """What a candidate's change reaches into that the measurement depends on, and whether it was approved."""
+    """Why a candidate is not merged unseen: what its change reaches into that the measurement depends on (the
+    critic's flags) and its scores outside what the goal declares plausible; and whether the user approved it."""
 
     flags: list[str]
     approved: bool

@@ -1,8 +1,9 @@
 """pytest nodes for goals: ``goals/<slug>/goal.md`` is a :class:`GoalFile` whose items are
 
 * ``valid``: the goal file, its ideas and its sealed paths make sense;
-* ``benchmark``: the sealed benchmark runs on the current checkout, meets the active phase's sub-score
-  targets and has not regressed below the baseline the tournament recorded;
+* ``benchmark``: the sealed benchmark (its measured run on the current checkout, its check beside a copy
+  of the sealed files) passes, meets the active phase's sub-score targets, scores within what the goal
+  declares plausible and has not regressed below the baseline the tournament recorded;
 * ``improve``: with ``--harness-improve N``, N tournament iterations (``harness improve``).
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,9 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.redaction import redact
-from harness.tournament.benchmark import BenchmarkSite, SealedPaths, benchmark_argv, run_benchmark
+from harness.tournament import plausibility
+from harness.tournament.benchmark import (BenchmarkSite, SealedPaths, check_sealed_check, command_argv, copy_sealed,
+                                          project_files, run_benchmark)
 from harness.tournament.confine import GoalSandbox
 from harness.tournament.gitops import GitRepo
 from harness.tournament.goal import Goal
@@ -103,23 +107,20 @@ class GoalValidItem(_GoalItem):
             problems.append(str(exc))
         root = project_root(self.path)
         sealed = SealedPaths(goal.sealed_paths)
-        try:
-            repo = GitRepo.discover(root)
-            listed = repo.git("ls-files", "--cached", "--others", "--exclude-standard").stdout.splitlines()
-            prefix = root.relative_to(repo.root).as_posix()
-            files = [f[len(prefix) + 1:] if prefix != "." else f for f in listed
-                     if prefix == "." or f.startswith(prefix + "/")]
-        except HarnessError:
-            files = [p.relative_to(root).as_posix() for p in root.rglob("*")
-                     if p.is_file() and p.relative_to(root).parts[0] not in (".git", "WORK")]
+        files = project_files(root)
         for glob in goal.sealed_paths:
             if not SealedPaths([glob]).filter(files):
                 problems.append(f"{self.path}: sealed_paths: {glob!r} matches no file")
         if not sealed.filter(files):
             problems.append(f"{self.path}: sealed_paths: nothing is sealed")
-        argv = benchmark_argv(goal.benchmark)
-        if argv and argv[0] != sys.executable and shutil.which(argv[0]) is None and not (root / argv[0]).exists():
-            problems.append(f"{self.path}: benchmark.command: {argv[0]!r} is not on PATH")
+        for name, command in (("command", goal.benchmark.command), ("check", goal.benchmark.check)):
+            argv = command_argv(command) if command else []
+            if argv and argv[0] != sys.executable and shutil.which(argv[0]) is None and not (root / argv[0]).exists():
+                problems.append(f"{self.path}: benchmark.{name}: {argv[0]!r} is not on PATH")
+        try:
+            check_sealed_check(goal, files)
+        except HarnessError as exc:
+            problems.append(str(exc))
         box, repo = goal_sandbox(goal, self.path)
         try:
             box.check_held_back(repo)
@@ -134,7 +135,11 @@ class GoalBenchmarkItem(_GoalItem):
         goal = self.goal
         box, _ = goal_sandbox(goal, self.path)
         root = project_root(self.path)
-        outcome = run_benchmark(box, BenchmarkSite(box.repo_root, root.relative_to(box.repo_root)))
+        subdir = root.relative_to(box.repo_root)
+        with tempfile.TemporaryDirectory(prefix="harness-sealed-") as sealed:
+            # the check sees the sealed files as the checkout has them now, never the rest of the checkout
+            copy_sealed(SealedPaths(goal.sealed_paths), root, Path(sealed) / subdir)
+            outcome = run_benchmark(box, BenchmarkSite(box.repo_root, subdir, sealed_root=Path(sealed)))
         if not outcome.ok:
             raise GoalCheckFailed([f"the sealed benchmark failed ({outcome.kind}): {outcome.detail}"])
         assert outcome.score is not None
@@ -151,6 +156,17 @@ class GoalBenchmarkItem(_GoalItem):
                 lines.append(f"phase {phase.phase} ({phase.focus}): {target} not met "
                              f"({target.sub_score} = {'missing' if got is None else f'{got:g}'})")
         recorded = self._recorded_baseline(records_root(self.path))
+        poisoned = plausibility.implausible(goal, recorded["score"]) if recorded is not None else None
+        if poisoned:
+            baseline_file = Layout(records_root(self.path), goal.slug).baseline_file
+            lines.append(f"the recorded baseline ({baseline_file}) holds {plausibility.FLAG}, {poisoned}: an earlier "
+                         "run may have recorded a fooled measurement; remove the file, and `harness improve` records "
+                         "an honest one")
+            recorded = None
+        why = plausibility.implausible(goal, score, recorded["score"] if recorded is not None else None)
+        if why:
+            lines.append(f"{plausibility.FLAG}: {why}; a score outside what the goal declares plausible is never "
+                         "accepted unseen: look at what the benchmark measures")
         if recorded is not None:
             tolerance = max(goal.acceptance.min_effect * recorded["spread"],
                             goal.acceptance.gate_tolerance * abs(recorded["score"]))

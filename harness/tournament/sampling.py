@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from harness.tournament.benchmark import BenchmarkSite, RunOutcome, SealedManifest, SealedPaths, run_benchmark
+from harness.tournament.benchmark import (BENCHMARK_LOCK, BenchmarkSite, RunOutcome, SealedManifest, SealedPaths,
+                                          run_benchmark)
 from harness.tournament.confine import GoalSandbox
 from harness.tournament.gitops import GitRepo
 from harness.tournament.store import Layout, append_log
@@ -62,19 +63,22 @@ class Sampler:
     def sample(self, n: int, wt: Path, manifest: SealedManifest, runs: int, log: Path, *,
                held_back: bool = False) -> Samples:
         """``runs`` benchmark runs in ``wt``, each given the manifest's sealed files (laid read-only over the
-        worktree's, and restored in it before the run); a failed run ends them."""
+        worktree's, and restored in it before the run) and checked by the check in the manifest's copy (restored
+        too); a run that changed either, or failed, ends them."""
         samples: list[float] = []
         subs: dict[str, float] = {}
         raw = ""
-        site = BenchmarkSite(wt, self.subdir, manifest.overlays(self.layout.sealed_copy(n), wt), held_back)
+        copy = self.layout.sealed_copy(n)
+        site = BenchmarkSite(wt, self.subdir, manifest.overlays(copy, wt), held_back, sealed_root=copy)
         for _ in range(runs):
-            manifest.restore(wt, self.repo)
-            outcome = run_benchmark(self.box, site, cancel=self.cancel)
-            append_log(log, f"[{outcome.kind}] exit {outcome.exit_code} in {outcome.seconds:.2f}s, "
-                            f"CPU {outcome.cpu_ms:.1f} ms {outcome.detail}\n"
-                            f"{outcome.stdout}{outcome.stderr}"
-                            + (f"[result channel] {outcome.result}" if outcome.result else ""))
-            changed = manifest.verify(wt, self.repo)
+            # the check's copy serves every worktree: restored, used and verified in one turn
+            with BENCHMARK_LOCK:
+                manifest.restore(wt, self.repo)
+                manifest.materialize(copy)
+                outcome = run_benchmark(self.box, site, cancel=self.cancel)
+                # the worktree's sealed files, and the copy the check ran from (only an unconfined run reaches it)
+                changed = sorted(set(manifest.verify(wt, self.repo)) | set(manifest.altered(copy)))
+            append_log(log, outcome.log_entry())
             if changed:
                 sealed = RunOutcome("sealed", detail=f"sealed file(s) changed while the benchmark ran: "
                                                      f"{', '.join(changed)}", stdout=outcome.stdout,

@@ -13,6 +13,7 @@ from jsonschema import Draft202012Validator, FormatChecker
 from referencing import Registry, Resource
 
 from harness.errors import HarnessError
+from harness.jsonschemas import error_line
 from harness.fileio import atomic_write_json
 
 SCHEMA_NAMES = (
@@ -51,11 +52,8 @@ def _validator(name: str) -> Draft202012Validator:
 
 def errors_for(name: str, data: Any) -> list[str]:
     """All schema errors of ``data`` against schema ``name``, as ``field.path: message`` lines."""
-    out = []
-    for err in sorted(_validator(name).iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
-        where = ".".join(str(p) for p in err.absolute_path) or "(top)"
-        out.append(f"{where}: {err.message}")
-    return out
+    return [error_line(err) for err in sorted(_validator(name).iter_errors(data),
+                                              key=lambda e: list(map(str, e.absolute_path)))]
 
 
 def validate(name: str, data: Any, where: str = "record") -> None:

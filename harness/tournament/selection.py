@@ -5,7 +5,7 @@ re-run at the merge commit and reverted when the gain does not hold there."""
 from __future__ import annotations
 
 from harness.errors import HarnessError
-from harness.tournament import stats
+from harness.tournament import plausibility, stats
 from harness.tournament.benchmark import SealedManifest
 from harness.tournament.context import Context, fmt
 from harness.tournament.execution import load_results
@@ -82,9 +82,16 @@ def _confirm_and_merge(ctx: Context, n: int, st: IterationState, best: ExecutorR
         a, b = runs.baseline, runs.candidate
         if runs.failed_side == "baseline":
             raise HarnessError(f"the sealed benchmark failed on the baseline while confirming: {runs.failure}")
+        implausible = plausibility.flags(goal, b, stats.median(a) if a else None)
         if runs.failed_side:
             t.decision = Decision(accepted=False, decided_by="re-run", category="logic_error",
                                   reason=f"the winner's benchmark failed when re-run: {runs.failure}")
+        elif implausible and not ctx.approved(best.plan_id):
+            t.decision = Decision(accepted=False, decided_by="plausibility", category="implausible",
+                                  baseline_samples=a, candidate_samples=b, pairs=acc.confirm_pairs,
+                                  reason=f"the winner's confirmation runs measured a score outside what the goal "
+                                         f"declares plausible ({'; '.join(implausible)}); approve it to merge it "
+                                         f"(--approve {best.plan_id})")
         else:
             # the measured spread: every run of the baseline commit, the noise runs and the fresh ones
             pooled = stats.spread([goal.metric.gain(x) for x in baseline.samples + a])
@@ -146,13 +153,15 @@ def _merge(ctx: Context, n: int, st: IterationState, winner: Winner, decision: D
         ctx.store.save()
     post = t.post_merge
     before = winner.score_before
-    regressed = post.score is None or goal.metric.better(post.score, before) <= 0
+    implausible = [] if ctx.approved(winner.plan_id) else plausibility.flags(goal, post.samples or [], before)
+    regressed = post.score is None or goal.metric.better(post.score, before) <= 0 or bool(implausible)
     if regressed:
         if t.revert_commit is None:
             t.revert_commit = repo.revert_merge(
                 merge_commit, f"harness: revert {winner.branch}: the re-benchmark after the merge regressed")
             ctx.store.save()
-        why = post.failed or f"{goal.metric.name} {fmt(post.score)} is not better than {fmt(before)}"
+        why = post.failed or (f"{'; '.join(implausible)}, which the goal does not declare plausible" if implausible
+                              else f"{goal.metric.name} {fmt(post.score)} is not better than {fmt(before)}")
         ctx.echo(f"  re-benchmark after merge: {why}; merge reverted at {t.revert_commit[:7]}")
         return Outcome(winner=winner, decision=decision, re_benchmark_score=post.score, merge_commit=merge_commit,
                        status="no_improvement", regressions_detected=True,

@@ -5,19 +5,12 @@ from __future__ import annotations
 
 from harness.tournament.context import Context
 from harness.tournament.goal import Goal
-from harness.tournament.models import AgentSettings, BaselineRecord
+from harness.tournament.models import AgentSettings
 from harness.tournament.settings import event, save_settings, write_events
 from harness.tournament.state import IterationState, StopCheckStep
-from harness.tournament.store import Layout, histories, read_model
+from harness.tournament.store import Layout, histories, recorded_baseline
 
 _FAILED_STATUSES = ("no_winner", "all_rejected")
-
-
-def recorded_baseline(layout: Layout) -> BaselineRecord | None:
-    try:
-        return read_model(layout.baseline_file, "baseline", BaselineRecord)
-    except FileNotFoundError:
-        return None
 
 
 def stop_reason(goal: Goal, layout: Layout) -> str | None:

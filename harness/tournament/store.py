@@ -34,7 +34,7 @@ from harness.appendlog import append_entries, read_entries
 from harness.clock import utc_now
 from harness.errors import HarnessConfigError
 from harness.fileio import append_text, atomic_write_json, ctrl_c_deferred
-from harness.tournament.models import ExecutorResult, Plan, Record
+from harness.tournament.models import BaselineRecord, ExecutorResult, Plan, Record
 from harness.tournament.schemas import RecordInvalid, errors_for, validate, write_record
 from harness.tournament.state import IterationState, RunInfo, Step
 
@@ -168,6 +168,14 @@ def read_plan(path: Path) -> Plan:
 
 def read_result(path: Path) -> ExecutorResult:
     return read_model(path, "benchmark_result", ExecutorResult)
+
+
+def recorded_baseline(layout: Layout) -> BaselineRecord | None:
+    """The recorded baseline (``baseline.json``: the current best), or None before one is recorded."""
+    try:
+        return read_model(layout.baseline_file, "baseline", BaselineRecord)
+    except FileNotFoundError:
+        return None
 
 
 def histories(layout: Layout) -> list[dict[str, Any]]:

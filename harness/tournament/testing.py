@@ -1,8 +1,9 @@
 """Helpers for tournament tests: real git repositories in a temporary folder.
 
-``goal_repo(tmp_path, ...)`` writes a tiny goal (``goals/synth``) whose sealed benchmark reads
-``VALUE`` from ``goals/synth/app/value.py`` and adds Gaussian noise of the given size; ideas are
-one-line diffs of that value. ``demo_repo(tmp_path)`` copies the shipped demo goal into a fresh repo.
+``goal_repo(tmp_path, ...)`` writes a tiny goal (``goals/synth``): its measured run prints ``VALUE`` from
+``goals/synth/app/value.py``, and its sealed check turns what the run printed into the score, adding
+Gaussian noise of the given size; ideas are one-line diffs of that value. ``demo_repo(tmp_path)`` copies the
+shipped demo goal into a fresh repo.
 """
 
 from __future__ import annotations
@@ -18,30 +19,42 @@ from typing import Any
 GITIGNORE = "WORK/\ntracking/*\n!tracking/README.md\n__pycache__/\n.pytest_cache/\n"
 
 SYNTH_BENCH = '''\
-"""Sealed benchmark of goals/synth: VALUE plus noise, a regression on merge commits when asked."""
-import json, os, random, subprocess, sys, time
-result = open(os.environ["HARNESS_RESULT_FILE"], "w") if "HARNESS_RESULT_FILE" in os.environ else sys.stdout
+"""The measured run of goals/synth: prints VALUE (and whether it runs at a merge commit, when asked)."""
+import os, subprocess, sys, time
 sys.path.insert(0, "goals/synth/app")
 import value
 
 time.sleep(float(os.environ.get("SYNTH_BENCH_SLEEP", "0")))  # tests slow it down to interrupt a run
 
+print("benchmark of goals/synth")
+print(f"value: {{value.VALUE!r}}")
+if {regress}:
+    second_parent = subprocess.run(["git", "rev-parse", "--verify", "--quiet", "HEAD^2"], capture_output=True)
+    print(f"merge commit: {{'yes' if second_parent.returncode == 0 else 'no'}}")
+'''
+
+SYNTH_CHECK = '''\
+"""The sealed check of goals/synth: the value the run printed plus Gaussian noise, 100 less at a merge commit."""
+import json, os, random, re, sys
+
 NOISE = {noise}
-REGRESS_ON_MERGE = {regress}
-counter = os.environ.get("SYNTH_NOISE_COUNTER")  # a file: the n-th run draws from Random(n), reproducibly
+printed = sys.stdin.read()
+found = re.search(r"^value: (.+)$", printed, re.MULTILINE)
+if found is None:
+    print("the run printed no value", file=sys.stderr)
+    sys.exit(1)
+counter = os.environ.get("SYNTH_NOISE_COUNTER")  # a file: the n-th check draws from Random(n), reproducibly
 if counter:
     n = int(open(counter).read() or 0) if os.path.exists(counter) else 0
     open(counter, "w").write(str(n + 1))
     rng = random.Random(n)
 else:
     rng = random.Random()
-score = value.VALUE + rng.gauss(0.0, NOISE) if NOISE else value.VALUE
-if REGRESS_ON_MERGE:
-    second_parent = subprocess.run(["git", "rev-parse", "--verify", "--quiet", "HEAD^2"], capture_output=True)
-    if second_parent.returncode == 0:
-        score -= 100.0
-print("benchmark of goals/synth")
-result.write(json.dumps({{"score": score, "sub_scores": {{"value": score, "ok": 1}}}}) + "\\n")
+score = float(found.group(1)) + (rng.gauss(0.0, NOISE) if NOISE else 0.0)
+if "merge commit: yes" in printed:
+    score -= 100.0
+with open(os.environ["HARNESS_RESULT_FILE"], "w") as channel:
+    channel.write(json.dumps({{"score": score, "sub_scores": {{"value": score, "ok": 1}}}}) + "\\n")
 '''
 
 
@@ -49,7 +62,7 @@ def synth_goal_md(*, executors: int = 3, noise_runs: int = 3, confirm_pairs: int
                   min_effect: float = 2.0, significance: str = "mann_whitney", extra: str = "",
                   writable: Path | None = None) -> str:
     """The synthetic goal; its sandbox passes the SYNTH_* variables the tests set, and ``writable`` (the
-    folder of the SYNTH_NOISE_COUNTER file) is writable in it."""
+    folder of the SYNTH_NOISE_COUNTER file, which the check counts its runs in) is writable in it."""
     return textwrap.dedent(f"""\
         # Raise the value
 
@@ -63,9 +76,11 @@ def synth_goal_md(*, executors: int = 3, noise_runs: int = 3, confirm_pairs: int
         ## Benchmark
         - command: {{python}} goals/synth/bench.py
         - timeout: 20
+        - check: {{python}} goals/synth/check.py
 
         ## Sealed paths
         - goals/synth/bench.py
+        - goals/synth/check.py
         - goals/synth/goal.md
 
         ## Phases
@@ -140,7 +155,8 @@ def goal_repo(root: Path, *, ideas: dict[str, str], value: float = 10.0, noise: 
     goal = root / "goals" / "synth"
     (goal / "app").mkdir(parents=True)
     (goal / "app" / "value.py").write_text(f"VALUE = {value!r}\n")
-    (goal / "bench.py").write_text(SYNTH_BENCH.format(noise=noise, regress=regress_on_merge))
+    (goal / "bench.py").write_text(SYNTH_BENCH.format(regress=regress_on_merge))
+    (goal / "check.py").write_text(SYNTH_CHECK.format(noise=noise))
     (goal / "goal.md").write_text(goal_md or synth_goal_md())
     (goal / "ideas").mkdir()
     for name, text in ideas.items():

@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.argtypes import choice
 from harness.errors import ExitCode
 from harness.redaction import redact
 
@@ -62,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     history.add_argument("--agent", metavar="NAME", help="only this agent (default: all)")
     history.add_argument("--rubric", metavar="NAME", help="only this rubric (default: all)")
     history.add_argument("--since", metavar="DATE|CYCLE", help="only cycles from this date or cycle id on")
-    history.add_argument("--format", dest="fmt", choices=("table", "csv", "json"), default="table",
+    history.add_argument("--format", dest="fmt", type=choice("table", "csv", "json"), default="table",
                          help="table (default), csv or json")
     history.set_defaults(handler=history_command)
 

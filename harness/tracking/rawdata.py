@@ -59,7 +59,8 @@ def _validated(path: Path, model: type[BaseModel], entries: list[Any]) -> list[A
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "entry"
-            raise HarnessConfigError(path, f"[{index}].{where}", first["msg"],
+            problem = "missing" if first["type"] == "missing" else first["msg"]  # the one word for it
+            raise HarnessConfigError(path, f"[{index}].{where}", problem,
                                      "repair or remove that entry; the harness will not overwrite the file") from None
     return out
 

@@ -22,6 +22,8 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness.errors import ExitCode, ModelCallError, did_you_mean
+from harness.llm.deadline import http_event_hooks
+from harness.redaction import redact
 
 if TYPE_CHECKING:
     from harness.llm.policy import CallPolicy
@@ -112,6 +114,17 @@ class SdkProvider(Provider):
         """The SDK's client for this provider's key, endpoint, timeout and retries."""
         raise NotImplementedError
 
+    @staticmethod
+    def http_module(sdk: Any) -> Any:
+        """The httpx module the SDK is built on (``httpx2`` in the newest SDKs, ``httpx`` before)."""
+        return importlib.import_module(next(c.__module__ for c in sdk.DefaultHttpxClient.__mro__
+                                            if c.__name__ == "Client").split(".")[0])
+
+    def http_client(self, sdk: Any, **options: Any) -> Any:
+        """The SDK's own HTTP client (its proxies, limits and keep-alive), with the hooks that keep every HTTP
+        attempt inside the call's deadline (:func:`~harness.llm.deadline.http_event_hooks`)."""
+        return sdk.DefaultHttpxClient(event_hooks=http_event_hooks(self.http_module(sdk)), **options)
+
     def _client(self) -> Any:
         with self._sdk_lock:
             if self._sdk is None:
@@ -178,12 +191,44 @@ def provider_factory(name: str) -> ProviderFactory:
 
 
 def make_provider(settings: ModelSettings, policy: CallPolicy, **connection: str | None) -> Provider:
-    """The provider of ``settings.model``; ``connection`` is ``api_key`` and ``base_url`` overrides."""
-    return provider_factory(settings.provider)(settings, policy, **connection)
+    """The provider of ``settings.model``; ``connection`` is ``api_key`` and ``base_url`` overrides. A factory
+    that fails (a plugin's) is one line naming the provider, as when its ``send`` fails."""
+    factory = provider_factory(settings.provider)
+    try:
+        return factory(settings, policy, **connection)
+    except (ModelCallError, UnknownProvider):
+        raise
+    except Exception as exc:
+        raise provider_failure(settings.provider, exc, setting_up=True) from None
+
+
+def provider_failure(provider: Provider | str, exc: BaseException, *, setting_up: bool = False) -> ModelCallError:
+    """What a provider raised that is not a :class:`ModelCallError` (a plugin provider's own exception, an SDK
+    error a built-in provider did not expect), as one line through the redaction filter: a provider's error
+    text may well carry its key. ``OSError`` s say the model cannot be reached (69), ``TimeoutError`` s time
+    out (81); anything else is the provider's internal error (70)."""
+    name = provider if isinstance(provider, str) else getattr(provider, "name", type(provider).__name__)
+    model = "" if isinstance(provider, str) else f" for {provider.settings.qualified}"
+    if isinstance(exc, TimeoutError):
+        code = ExitCode.TIMEOUT
+    elif isinstance(exc, OSError):
+        code = ExitCode.UNAVAILABLE
+    else:
+        code = ExitCode.INTERNAL_ERROR
+    doing = "could not be set up" if setting_up else "failed"
+    detail = f"{type(exc).__name__}: {one_line(exc)}" if str(exc).strip() else type(exc).__name__
+    return ModelCallError(redact(f"model provider {name!r}{model} {doing}: {detail}; check the provider "
+                                 f"(its plugin or its server)"), code)
 
 
 def model_problem(settings: ModelSettings) -> str | None:
-    """What is wrong with a model name before any call (unknown provider, unknown mock model), or None."""
+    """What is wrong with a model name before any call (a provider without a model, an unknown provider, an
+    unknown mock model), or None."""
+    provider, slash, name = settings.model.partition("/")
+    if slash and not (provider.strip() and name.strip()):
+        missing = "model name after the provider" if provider.strip() else "provider before the slash"
+        return (f"{settings.model!r} has no {missing} (write provider/model, e.g. openai/gpt-4.1-mini, or a bare "
+                "name for Anthropic's)")
     try:
         factory = provider_factory(settings.provider)
     except UnknownProvider as exc:

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import ExitCode, ModelCallError
+from harness.llm.deadline import call_timed_out
 from harness.llm.providers import SdkProvider, one_line, retries_said, status_error
 from harness.llm.types import Message, ModelReply, ModelRequest, ToolCall
 from harness.usage import Usage
@@ -56,11 +57,19 @@ def import_sdk() -> Any:
     return importlib.import_module("anthropic")
 
 
+def _import_quietly() -> None:
+    """The background import: a broken install is said by the call that needs the SDK, not by a thread."""
+    try:
+        import_sdk()
+    except Exception:  # noqa: BLE001 - the call imports it again and says why it cannot, as one line
+        pass
+
+
 def _preload_sdk() -> None:
     global _preloading
     with _PRELOAD_LOCK:
         if _preloading is None:
-            _preloading = threading.Thread(target=import_sdk, name="harness-sdk-import")
+            _preloading = threading.Thread(target=_import_quietly, name="harness-sdk-import")
             _preloading.start()
 
 
@@ -80,8 +89,10 @@ class AnthropicProvider(SdkProvider):
         _preload_sdk()
 
     def _make_sdk(self) -> anthropic.Anthropic:
-        return import_sdk().Anthropic(api_key=self._api_key, base_url=self._base_url, timeout=self.settings.timeout_s,
-                                      max_retries=self.settings.max_retries, middleware=[self._middleware])
+        sdk = import_sdk()
+        return sdk.Anthropic(api_key=self._api_key, base_url=self._base_url, timeout=self.settings.timeout_s,
+                             max_retries=self.settings.max_retries, middleware=[self._middleware],
+                             http_client=self.http_client(sdk))
 
     def _middleware(self, request: Any, call_next: Any) -> Any:
         """SDK middleware: runs once per HTTP attempt, inside the SDK's retry loop."""
@@ -136,8 +147,7 @@ class AnthropicProvider(SdkProvider):
         after = retries_said(self.settings.max_retries)
         model = self.settings.name
         if isinstance(err, anthropic.APITimeoutError):
-            return ModelCallError(f"model call to {model} timed out after {self.settings.timeout_s:g}s ({after}); "
-                                  "raise timeout_s or retry later", ExitCode.TIMEOUT)
+            return call_timed_out(self.settings.qualified, self.settings.timeout_s)
         if isinstance(err, anthropic.APIConnectionError):
             cause = err.__cause__ or err
             return ModelCallError(f"could not reach the model API at {self._base_url} ({after}): {one_line(cause)}; "

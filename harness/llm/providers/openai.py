@@ -13,6 +13,7 @@ the cached tokens, which are recorded as cache reads.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 import threading
@@ -20,6 +21,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import ExitCode, ModelCallError
+from harness.llm.deadline import call_timed_out
 from harness.llm.providers import SdkProvider, one_line, retries_said, status_error
 from harness.llm.types import Message, ModelReply, ModelRequest, ToolCall
 from harness.usage import Usage
@@ -39,12 +41,31 @@ _preloading: threading.Thread | None = None
 _preload_lock = threading.Lock()
 
 
+MISSING_SDK = ("openai/... models need the openai package, which is not installed: pip install "
+               "'pytest-rubric[openai]' (or pip install openai)")
+
+
 def import_sdk() -> Any:
     try:
         return importlib.import_module("openai")
     except ImportError:
-        raise ModelCallError("openai/... models need the openai package: pip install 'pytest-rubric[openai]' "
-                             "(or pip install openai)", ExitCode.CONFIG_ERROR) from None
+        raise ModelCallError(MISSING_SDK, ExitCode.CONFIG_ERROR) from None
+
+
+def sdk_installed() -> bool:
+    """Whether ``import openai`` can work, known without importing it (the import takes a second)."""
+    try:
+        return importlib.util.find_spec("openai") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _preload_quietly() -> None:
+    """The background import: a failure is said once, by the collection error or the call, not by a thread."""
+    try:
+        import_sdk()
+    except Exception:  # noqa: BLE001 - the call that needs the SDK raises it again, as one line
+        pass
 
 
 class OpenAIProvider(SdkProvider):
@@ -62,6 +83,11 @@ class OpenAIProvider(SdkProvider):
         super().__init__(settings, policy, api_key=key, base_url=given_url or DEFAULT_BASE_URL,
                          key_variable=variable)
 
+    @classmethod
+    def check_name(cls, name: str) -> str | None:
+        """What is known before any call: without the optional SDK, no openai/... model can be called."""
+        return None if sdk_installed() else MISSING_SDK
+
     @property
     def _is_openai(self) -> bool:
         return self._base_url.startswith(DEFAULT_BASE_URL)
@@ -70,16 +96,14 @@ class OpenAIProvider(SdkProvider):
         global _preloading
         with _preload_lock:
             if _preloading is None:
-                _preloading = threading.Thread(target=import_sdk, name="harness-openai-import", daemon=True)
+                _preloading = threading.Thread(target=_preload_quietly, name="harness-openai-import", daemon=True)
                 _preloading.start()
 
     def _make_sdk(self) -> openai.OpenAI:
         sdk = import_sdk()
-        base = type(sdk.DefaultHttpxClient()).__mro__  # httpx2 in openai 3.x, httpx before
-        http = importlib.import_module(next(c.__module__ for c in base if c.__name__ == "Client").split(".")[0])
         return sdk.OpenAI(api_key=self._api_key, base_url=self._base_url, timeout=self.settings.timeout_s,
                           max_retries=self.settings.max_retries,
-                          http_client=sdk.DefaultHttpxClient(transport=_policy_transport(http, self)))
+                          http_client=self.http_client(sdk, transport=_policy_transport(self.http_module(sdk), self)))
 
     # -- one request ---------------------------------------------------------------------------------
 
@@ -130,8 +154,7 @@ class OpenAIProvider(SdkProvider):
         after = retries_said(self.settings.max_retries)
         model = self.settings.name
         if isinstance(err, openai.APITimeoutError):
-            return ModelCallError(f"model call to {model} timed out after {self.settings.timeout_s:g}s ({after}); "
-                                  "raise timeout_s or retry later", ExitCode.TIMEOUT)
+            return call_timed_out(self.settings.qualified, self.settings.timeout_s)
         if isinstance(err, openai.APIConnectionError):
             cause = err.__cause__ or err
             return ModelCallError(f"could not reach the model API at {self._base_url} ({after}): {one_line(cause)}; "
