@@ -260,7 +260,7 @@ def unconfined(reason: str) -> Sandbox:
 @functools.lru_cache(maxsize=4)
 def _probe(bwrap: str, cgroups: CgroupFamily | None) -> Sandbox:
     if not bwrap or not os.path.isfile(bwrap):
-        where = f"{BWRAP_ENV}={bwrap}" if os.environ.get(BWRAP_ENV) else "on PATH"
+        where = f"at {BWRAP_ENV}={bwrap}" if os.environ.get(BWRAP_ENV) else "on PATH"
         return Sandbox(None, False, f"bubblewrap (bwrap) is not installed {where}; on Debian or Ubuntu: "
                                     "apt install bubblewrap", cgroups=cgroups)
     try:
