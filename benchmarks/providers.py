@@ -30,8 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.records import RecordReader  # noqa: E402
-from harness.testing import FakeAnthropic, Reply  # noqa: E402
-from harness.testing import fake_anthropic, fake_openai  # noqa: E402
+from harness.testing import FakeAnthropic, Reply, fake_anthropic, fake_openai  # noqa: E402  # noqa: E402
 from harness.testing.fake_openai import FakeOpenAI  # noqa: E402
 
 PRICES = "gpt-4.1-mini: {input: 0.4, output: 1.6}\nopenai/gpt-4.1-mini: {input: 0.4, output: 1.6}\n"

@@ -28,8 +28,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
+from harness.apps.tournament.testing import demo_repo  # noqa: E402
 from harness.sandbox import Confinement, Limits, sandbox  # noqa: E402
-from harness.tournament.testing import demo_repo  # noqa: E402
 
 
 def median(values: list[float]) -> float:
@@ -70,7 +70,7 @@ def demo_s(runs: int, folder: Path) -> tuple[float, list[float]]:
         goal = demo_repo(repo, ROOT / "goals" / "demo_primes")
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "harness.cli", "improve", str(goal.relative_to(repo)),
+        done = subprocess.run([sys.executable, "-m", "harness.apps.cli", "improve", str(goal.relative_to(repo)),
                                "--iterations", "2", "--no-plots"], cwd=repo, env=env, capture_output=True, text=True)
         elapsed = time.perf_counter() - started
         if done.returncode != 0:

@@ -60,8 +60,9 @@ from typing import Any  # noqa: E402
 # Import the harness and the SDK once in this process: pytester's in-process runs then reuse these modules
 # (and pydantic, jsonschema, yaml, anthropic) instead of importing them again in every run.
 import anthropic  # noqa: E402,F401
-import harness.nodes  # noqa: E402,F401
-import harness.plugin  # noqa: E402,F401
+
+import harness.face.nodes  # noqa: E402,F401
+import harness.face.plugin  # noqa: E402,F401
 
 # Two deterministic dimensions: "hello" must appear (0.6) and the text stays short (0.4).
 QUALITY_RUBRIC = """\
@@ -231,7 +232,7 @@ class Project:
     def __init__(self, pytester: pytest.Pytester):
         self.pytester = pytester
         self.root: Path = pytester.path
-        self.ini()  # a harness project opts in (harness/activation.py)
+        self.ini()  # a harness project opts in (harness/face/activation.py)
 
     def ini(self, text: str = "") -> Path:
         """pytest.ini: the opt-in, then ``text`` (more ``key = value`` lines)."""

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.appendlog import append_entries, append_entry, read_entries
-from harness.errors import HarnessConfigError
+from harness.base.appendlog import append_entries, append_entry, read_entries
+from harness.base.errors import HarnessConfigError
 
 
 def test_missing_or_empty_file_reads_as_empty(tmp_path: Path) -> None:
@@ -53,7 +53,7 @@ def test_several_processes_appending_lose_nothing(tmp_path: Path) -> None:
 _LOOPING_WRITER = """
 import sys
 from pathlib import Path
-from harness.appendlog import append_entry
+from harness.base.appendlog import append_entry
 path = Path(sys.argv[1])
 n = 0
 while True:
@@ -133,7 +133,7 @@ def test_binary_garbage_is_reported_with_its_line(tmp_path: Path) -> None:
 def test_ctrl_c_during_a_record_write_lands_after_the_record_is_whole(tmp_path: Path) -> None:
     """The tournament's state is written inside ctrl_c_deferred: Ctrl-C in the middle (here, between the two
     halves of a write) is raised once the file is complete, not inside the serialiser."""
-    from harness.fileio import atomic_write_json, ctrl_c_deferred
+    from harness.base.fileio import atomic_write_json, ctrl_c_deferred
 
     path = tmp_path / "state.json"
     before = signal.getsignal(signal.SIGINT)

@@ -11,11 +11,10 @@ from typing import Any
 
 import pytest
 
+from harness.base.errors import ExitCode, ModelCallError
+from harness.llm import CallPolicy, GenerationResult, Message, ModelClient, ModelReply, ModelSettings, price_usd
 from harness.llm.batching import Batcher
 from harness.llm.cache import ResponseCache
-from harness.errors import ExitCode, ModelCallError
-from harness.llm import (CallPolicy, GenerationResult, Message, ModelClient, ModelReply, ModelSettings,
-                         price_usd)
 from harness.testing import FakeAnthropic, Reply, judge_responder
 
 FAST = ModelSettings(model="claude-haiku-4-5", max_retries=0, timeout_s=5.0)

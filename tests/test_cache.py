@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from harness.llm.cache import ResponseCache, cache_access, cache_key, canonical_json
-from harness.errors import HarnessConfigError
+from harness.base.errors import HarnessConfigError
 from harness.llm import CallPolicy, Message, ModelClient, ModelSettings, ToolSpec
+from harness.llm.cache import ResponseCache, cache_access, cache_key, canonical_json
 from harness.testing import FakeAnthropic, Reply, judge_responder
 
 FAST = ModelSettings(model="claude-haiku-4-5", max_retries=0, timeout_s=5.0)

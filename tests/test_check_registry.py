@@ -10,9 +10,17 @@ from typing import Any
 import pytest
 
 from conftest import AGENT_MODULE, Project, error_sections
-from harness.checks import (KNOWN_KINDS, CheckContext, CheckResult, Fields, builtin_kinds, check_kind, parse_check,
-                            with_plugin_kinds)
-from harness.errors import HarnessConfigError
+from harness.base.errors import HarnessConfigError
+from harness.checks import (
+    KNOWN_KINDS,
+    CheckContext,
+    CheckResult,
+    Fields,
+    builtin_kinds,
+    check_kind,
+    parse_check,
+    with_plugin_kinds,
+)
 
 FIELD = "dimensions.d.check"
 CTX = CheckContext(inputs={}, today=dt.date(2026, 1, 31))

@@ -11,9 +11,18 @@ from typing import Any
 import pytest
 
 from conftest import AGENT_MODULE, Project, error_sections
-from harness.checks import (CheckContext, CheckResult, ContainsCheck, Fields, RegexCheck, TemplatedCheck, check_slots,
-                            parse_check, with_plugin_kinds)
-from harness.errors import HarnessConfigError
+from harness.base.errors import HarnessConfigError
+from harness.checks import (
+    CheckContext,
+    CheckResult,
+    ContainsCheck,
+    Fields,
+    RegexCheck,
+    TemplatedCheck,
+    check_slots,
+    parse_check,
+    with_plugin_kinds,
+)
 
 FIELD = "dimensions.d.check"
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from harness.base.errors import AgentRunError, HarnessConfigError
 from harness.checks import KNOWN_KINDS, CheckContext, CheckResult, parse_check
-from harness.errors import AgentRunError, HarnessConfigError
 
 FIELD = "dimensions.d.check"
 TODAY = dt.date(2026, 1, 31)

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from conftest import AGENT_MODULE, Project, error_sections
+from harness.base.errors import HarnessConfigError
 from harness.checks import CheckContext, CheckResult, check_slots, parse_check
 from harness.checks.compare import normalize_text
-from harness.errors import HarnessConfigError
 
 FIELD = "dimensions.d.check"
 

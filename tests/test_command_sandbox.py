@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from conftest import PYTHON, QUALITY_RUBRIC, Listener, Project, needs_sandbox
 
 HOSTILE = '''\

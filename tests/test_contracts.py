@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-
-import harness.tracking.history  # noqa: F401 - pandas imported once, before any in-process pytester run
-import harness.tracking.report  # noqa: F401
-from conftest import JUDGED_CASES, QUALITY_RUBRIC, Project
-from harness.cli import main
 from test_plugin_loop import agents, one_case
+
+import harness.apps.tracking.history  # noqa: F401 - pandas imported once, before any in-process pytester run
+import harness.apps.tracking.report  # noqa: F401
+from conftest import JUDGED_CASES, QUALITY_RUBRIC, Project
+from harness.apps.cli import main
 
 # A selector: its artifact ranks candidate theses, each with a score.
 SELECTOR_MODULE = '''\

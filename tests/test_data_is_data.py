@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from conftest import AGENT_MODULE, Project, error_sections
+from harness.apps.cli import main
+from harness.base.errors import ExitCode, HarnessConfigError
 from harness.checks import CheckContext, parse_check
-from harness.cli import main
-from harness.errors import ExitCode, HarnessConfigError
 from harness.loading import BUILTIN_RUNNER_KINDS, load_cases, load_rubric, load_suite
 
 TODAY = dt.date(2026, 1, 1)
@@ -390,7 +390,7 @@ def test_an_import_fed_etc_passwd_writes_nothing(tmp_path: Path) -> None:
     """As a user runs it: one line naming the config, the field and the fix, exit code 64, no file written."""
     (tmp_path / "promptfooconfig.yaml").write_text(CONFIG.replace("['Say {{text}}']", "[file:///etc/passwd]"))
     before = listing(tmp_path)
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "import", "promptfoo", "promptfooconfig.yaml"],
+    done = subprocess.run([sys.executable, "-m", "harness.apps.cli", "import", "promptfoo", "promptfooconfig.yaml"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == ExitCode.USAGE_ERROR, done.stderr
     assert done.stdout == ""
@@ -465,7 +465,7 @@ def test_an_import_failing_part_of_the_way_takes_back_what_it_wrote(tmp_path: Pa
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """A failure while the files go into place (a full disk, say) removes the import's new files and folders and
     restores the files it was overwriting (--force), byte for byte."""
-    import harness.importers as importers
+    import harness.apps.importers as importers
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "promptfooconfig.yaml").write_text(CONFIG, encoding="utf-8")

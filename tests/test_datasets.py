@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from conftest import Project
-from harness.errors import HarnessConfigError
-from harness.fields import Fields
+from harness.base.errors import HarnessConfigError
+from harness.base.fields import Fields
 from harness.loading.datasets import dataset_rows
 
 try:  # imported once here, so pytester's in-process runs reuse it (pyarrow is not imported twice)
@@ -328,8 +328,8 @@ def test_limit_stops_reading_at_the_last_row_it_keeps(tmp_path: Path, suffix: st
 PEAK_MEMORY_CHILD = r'''
 import json, sys
 from pathlib import Path
-from harness.errors import HarnessConfigError
-from harness.fields import Fields
+from harness.base.errors import HarnessConfigError
+from harness.base.fields import Fields
 from harness.loading.datasets import dataset_rows
 
 

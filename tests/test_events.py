@@ -7,13 +7,13 @@ import json
 import pytest
 
 from conftest import JUDGED_CASES, Project
-from harness.events import Events, ItemStarted
+from harness.base.events import Events, ItemStarted
 
 SINK = '''
 import json
 from dataclasses import asdict
 
-from harness import events
+from harness.base import events
 
 SEEN = []
 

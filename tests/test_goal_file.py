@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import HarnessConfigError
-from harness.tournament.goal_file import load_goal
-from harness.tournament.ideas import list_ideas, parse_idea
-from harness.tournament.testing import commit_all, goal_repo, synth_goal_md, value_idea
+from harness.apps.tournament.ideas import list_ideas, parse_idea
+from harness.apps.tournament.testing import commit_all, goal_repo, synth_goal_md, value_idea
+from harness.base.errors import HarnessConfigError
+from harness.loading.goal_file import load_goal
 
 DEMO = Path(__file__).resolve().parent.parent / "goals" / "demo_primes"
-PLUGIN = ("-o", "harness=true", "-p", "harness.tournament.pytest_plugin", "-p", "no:cacheprovider")
+PLUGIN = ("-o", "harness=true", "-p", "harness.apps.tournament.pytest_plugin", "-p", "no:cacheprovider")
 
 
 def test_the_demo_goal_parses() -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from test_tracking_support import two_cycles
 
-from harness.cli import main
-from harness.tracking.history import history_frame
+from harness.apps.cli import main
+from harness.apps.tracking.history import history_frame
 
 
 @pytest.fixture
@@ -81,7 +81,7 @@ def test_bad_format_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 def test_module_runs_alone(work: tuple[Path, str, str]) -> None:
     work_dir, _, _ = work
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "history", "--work-dir", str(work_dir),
+    done = subprocess.run([sys.executable, "-m", "harness.apps.cli", "history", "--work-dir", str(work_dir),
                            "--format", "csv"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert len(io.StringIO(done.stdout).readlines()) == 5

@@ -19,12 +19,21 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import Listener, needs_sandbox
 
 import harness
-from harness.tournament.loop import INTERRUPT_ENV, improve
-from harness.tournament.testing import change_diff, commit_all, demo_repo, diff_idea, git, goal_repo, load, \
-    synth_goal_md, value_idea
+from conftest import Listener, needs_sandbox
+from harness.apps.tournament.loop import INTERRUPT_ENV, improve
+from harness.apps.tournament.testing import (
+    change_diff,
+    commit_all,
+    demo_repo,
+    diff_idea,
+    git,
+    goal_repo,
+    load,
+    synth_goal_md,
+    value_idea,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "goals" / "demo_primes"
@@ -432,7 +441,7 @@ def test_ideas_that_fill_memory_tmp_and_stdout_fail_and_the_harness_stays_bounde
     commit_all(root, "floods")
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", INTERRUPT_ENV)}
     # the harness in a process of its own, so that its own peak memory can be read while it runs
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "improve", "goals/demo_primes", "--no-plots"],
+    proc = subprocess.Popen([sys.executable, "-m", "harness.apps.cli", "improve", "goals/demo_primes", "--no-plots"],
                             cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peak_kb = 0
     while proc.poll() is None:
@@ -651,7 +660,7 @@ def test_held_back_inputs_catch_a_candidate_tuned_to_what_it_could_see(tmp_path:
     # a held-back folder git tracks would be in every worktree: refused, in one line
     git(root, "add", "-f", "held/inputs.txt")
     git(root, "commit", "-q", "-m", "track it")
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "improve", "goals/demo_primes"], cwd=root,
+    proc = subprocess.run([sys.executable, "-m", "harness.apps.cli", "improve", "goals/demo_primes"], cwd=root,
                           capture_output=True, text=True)
     assert proc.returncode == 78 and "benchmark.held_back: held is tracked by git" in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.cli import main
-from harness.errors import ExitCode
-from harness.importers.openai_evals import verdict_pattern
+from harness.apps.cli import main
+from harness.apps.importers.openai_evals import verdict_pattern
+from harness.base.errors import ExitCode
 from harness.loading import load_cases, load_rubric, load_suite
 
 # --- helpers -------------------------------------------------------------------------------------
@@ -26,7 +26,7 @@ import json
 import re
 
 from harness.llm.providers.mock import mock_model
-from harness.testing.schema_fill import evaluator_output
+from harness.llm.schema_fill import evaluator_output
 
 
 def _last(request):

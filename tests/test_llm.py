@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness.errors import ExitCode, HarnessConfigError, ModelCallError, ModelUnavailable
+from harness.base.errors import ExitCode, HarnessConfigError, ModelCallError, ModelUnavailable
 from harness.llm import (
     PRICES_PER_MTOK,
     CallPolicy,

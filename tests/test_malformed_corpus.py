@@ -19,20 +19,21 @@ from pathlib import Path
 import pytest
 
 from conftest import QUALITY_RUBRIC, Project, error_sections, prompt_text
-from harness import safe_regex
-from harness.argtypes import choice, dollars, seconds, whole_number
+from harness.apps.tournament.ideas import parse_idea
+from harness.apps.tournament.testing import synth_goal_md, value_idea
+from harness.base import safe_regex
+from harness.base.argtypes import choice, dollars, seconds, whole_number
+from harness.base.errors import HarnessConfigError, ValidationFailed
+from harness.base.requests import Subject
+from harness.base.yamlfile import MAX_FILE_BYTES
 from harness.checks import CheckContext, parse_check
-from harness.errors import HarnessConfigError, ValidationFailed
-from harness.judges import LlmJudge, evaluate
+from harness.evaluation.evaluate import evaluate
+from harness.evaluation.llm_judge import LlmJudge
+from harness.evaluation.runners import RunnerOutput
 from harness.llm import ModelClient, ModelSettings, load_price_table
 from harness.loading import BUILTIN_RUNNER_KINDS, load_cases, load_prompt, load_rubric, load_suite
-from harness.requests import Subject
-from harness.runners import RunnerOutput
+from harness.loading.goal_file import load_goal
 from harness.testing import FakeAnthropic, Reply
-from harness.tournament.goal_file import load_goal
-from harness.tournament.ideas import parse_idea
-from harness.tournament.testing import synth_goal_md, value_idea
-from harness.yamlfile import MAX_FILE_BYTES
 
 # --- the files of a sound project, which each bad input breaks in one place ---------------------------
 

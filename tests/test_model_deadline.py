@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from conftest import JUDGED_CASES, Project
-from harness.errors import ExitCode, ModelCallError
+from harness.base.errors import ExitCode, ModelCallError
 from harness.llm import CallPolicy, Message, ModelClient, ModelReply, ModelSettings, Price, Usage
 from harness.llm.providers import Provider, register_provider, unregister_provider
 from harness.testing import FakeAnthropic, Reply

@@ -11,13 +11,13 @@ from matplotlib.figure import Figure
 from PIL import Image
 from test_tracking_support import record_item, two_cycles
 
-from harness.errors import HarnessConfigError
+from harness.apps.cli import main
+from harness.apps.tracking import plots
+from harness.apps.tracking.frames import attempts_frame, items_frame
+from harness.apps.tracking.rawdata import append_raw_data, read_raw_data
+from harness.base.errors import HarnessConfigError
+from harness.loading.goal import Metric
 from harness.records import RecordStore
-from harness.tracking import plots
-from harness.cli import main
-from harness.tracking.frames import attempts_frame, items_frame
-from harness.tournament.goal import Metric
-from harness.tracking.rawdata import append_raw_data, read_raw_data
 
 DEMO_GOAL = Path(__file__).resolve().parent.parent / "goals" / "demo_primes"
 

@@ -184,13 +184,13 @@ agents:
 def test_two_in_process_sessions_in_a_row(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
     """pytest.main() twice in one process (pytester's default) must work like two fresh processes.
 
-    Only ``harness`` and ``harness.plugin`` are imported before the first session, as in a user's own
+    Only ``harness`` and ``harness.face.plugin`` are imported before the first session, as in a user's own
     pytester tests. Each in-process session drops the modules it imported; the next one must not pick up
-    the dropped ``harness.runners`` through a stale attribute of the ``harness`` package.
+    the dropped ``harness.evaluation.runners`` through a stale attribute of the ``harness`` package.
     """
     import sys
 
-    for name in [n for n in sys.modules if n.startswith("harness.") and n != "harness.plugin"]:
+    for name in [n for n in sys.modules if n.startswith("harness.") and n != "harness.face.plugin"]:
         monkeypatch.delitem(sys.modules, name)
         parent, _, attr = name.rpartition(".")
         if parent in sys.modules and hasattr(sys.modules[parent], attr):

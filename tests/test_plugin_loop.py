@@ -257,14 +257,14 @@ def test_a_python_producer_that_raises_shows_the_users_frames_not_ours(project: 
         "  artifacts:",
         "    attempt 1 (error, -): none (the attempt made no artifact)"])
     out = result.stdout.str()
-    assert "Traceback" not in out and "harness/runners.py" not in out and "escalated" not in out
+    assert "Traceback" not in out and "harness/evaluation/runners.py" not in out and "escalated" not in out
     (row,) = project.runs()
     assert (row["outcome"], row["artifact_path"]) == ("error", "")
     assert not (project.cycle_dir() / "writer" / "attempt-1.md").exists()
 
 
 CUSTOM_KIND_CONFTEST = """\
-from harness.runners import RunnerOutput
+from harness.evaluation.runners import RunnerOutput
 
 
 class Shout:

@@ -9,10 +9,16 @@ from dataclasses import replace
 import pytest
 
 from conftest import JUDGED_CASES, Project, prompt_text
-from harness.errors import ExitCode, ModelCallError, ModelUnavailable
+from harness.base.errors import ExitCode, ModelCallError, ModelUnavailable
 from harness.llm import CallPolicy, Message, ModelClient, ModelSettings, Price, ToolSpec, Usage
-from harness.llm.providers import (Provider, UnknownProvider, model_problem, provider_factory, register_provider,
-                                    unregister_provider)
+from harness.llm.providers import (
+    Provider,
+    UnknownProvider,
+    model_problem,
+    provider_factory,
+    register_provider,
+    unregister_provider,
+)
 from harness.llm.providers.mock import MockAnswer, forget_mock_model, mock_model
 from harness.testing.fake_openai import FakeOpenAI
 from harness.testing.fake_openai import Reply as OpenAIReply
@@ -318,7 +324,7 @@ def test_a_plugin_provider_serves_the_judge(project: Project) -> None:
     project.write("conftest.py", '''
         from harness.llm import ModelReply, ToolCall, Usage
         from harness.llm.providers import Provider
-        from harness.testing.schema_fill import evaluator_output
+        from harness.llm.schema_fill import evaluator_output
 
 
         class House(Provider):
@@ -343,7 +349,7 @@ def test_a_plugin_provider_serves_the_judge(project: Project) -> None:
 
 
 def test_the_tournaments_cost_meter_prices_with_the_runs_table_and_keeps_unpriced_tokens() -> None:
-    from harness.tournament.agents import CostMeter
+    from harness.apps.tournament.agents import CostMeter
 
     priced = ModelClient(ModelSettings(model="mock/echo"), policy=CallPolicy(prices={"mock/echo": Price(1e6, 0, 0, 0)}))
     meter = CostMeter()

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from harness.errors import ModelCallError
+from harness.base.errors import ModelCallError
 from harness.llm import CallPolicy, Message, ModelClient, ModelSettings
 from harness.llm.ratelimit import RateLimiter, RateLimits, estimate_input_tokens
 from harness.testing import FakeAnthropic, Reply

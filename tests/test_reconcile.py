@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Project
-from harness.models import RunRecord
+from harness.base.models import RunRecord
 from harness.records import RECONCILED_MARK, RECONCILIATION_FILE, AttemptDetails, RecordStore
 
 CASES = """\

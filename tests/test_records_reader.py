@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.models import RunRecord
+from harness.apps.cli import main
+from harness.apps.tracking.frames import attempts_frame, cycle_ids, items_frame
+from harness.apps.tracking.history import history_frame
+from harness.base.models import RunRecord
 from harness.records import AGENT_RUNS_SCHEMA, ATTEMPT_DETAILS_SCHEMA, AttemptDetails, RecordReader, RecordStore
-from harness.tracking.frames import attempts_frame, cycle_ids, items_frame
-from harness.tracking.history import history_frame
 
 DAY = dt.date(2026, 2, 1)
 USAGE = {

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import JUDGED_CASES, QUALITY_RUBRIC, Project
-from harness.redaction import child_environment, is_credential_name, redact, redact_json, redact_objects
+from harness.base.redaction import child_environment, is_credential_name, redact, redact_json, redact_objects
 
 CANARY_KEY = "sk-ant-api03-CANARYcanaryCANARY0123456789abcdefghij"
 CANARY_PASSWORD = "canary-pass-5c1e7d"

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from test_tracking_support import two_cycles
 
-from harness.cli import main
-from harness.tracking.compare import DimensionDrop, Regression
-from harness.tracking.markdown import append_step_summary, render_markdown
-from harness.tracking.report import CSP, render_html
-from harness.tracking.results import ItemResult, results_from_records
+from harness.apps.cli import main
+from harness.apps.tracking.compare import DimensionDrop, Regression
+from harness.apps.tracking.markdown import append_step_summary, render_markdown
+from harness.apps.tracking.report import CSP, render_html
+from harness.apps.tracking.results import ItemResult, results_from_records
 
 
 @pytest.fixture
@@ -118,7 +118,7 @@ def test_cli_report_writes_to_stdout_as_the_readme_says(work: tuple[Path, str, s
 
     work_dir, _, second = work
     page = tmp_path / "report.html"
-    args = [sys.executable, "-c", "import sys; from harness.cli import main; sys.exit(main())", "report", second, "--work-dir", str(work_dir), "--no-plots",
+    args = [sys.executable, "-c", "import sys; from harness.apps.cli import main; sys.exit(main())", "report", second, "--work-dir", str(work_dir), "--no-plots",
             *(["-o", "-"] if how == "-o -" else [])]
     with page.open("w") as stdout:
         done = subprocess.run(args, stdout=stdout, stderr=subprocess.PIPE, text=True, cwd=tmp_path, timeout=120)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.events import Events, ItemStarted
-from harness.judges import judge_schema
+from harness.base.events import Events, ItemStarted
+from harness.base.requests import AgentRequest, JudgeRequest
+from harness.evaluation.evaluate import judge_schema
 from harness.loading import load_rubric
-from harness.requests import AgentRequest, JudgeRequest
 
 RUBRIC = """\
 metadata: {name: Tone, version: "1.0.0"}

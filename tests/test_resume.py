@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from harness.tournament.loop import INTERRUPT_ENV, ImproveInterrupted, improve
-from harness.tournament.testing import git, goal_repo, load, synth_goal_md, value_idea
 from test_tournament_runs import _records, branches, validate_all_records, worktrees
+
+from harness.apps.tournament.loop import INTERRUPT_ENV, ImproveInterrupted, improve
+from harness.apps.tournament.testing import git, goal_repo, load, synth_goal_md, value_idea
 
 # One idea per iteration (one executor), each raising the value the one before it merged: three merges.
 CHAIN = {
@@ -23,7 +23,7 @@ CHAIN = {
     "c_third.md": value_idea("Third", "architecture", 30.0, 40.0),
 }
 GOAL_MD = synth_goal_md(executors=1)
-COMMAND = [sys.executable, "-m", "harness.cli", "improve", "goals/synth", "--iterations", "3", "--no-plots"]
+COMMAND = [sys.executable, "-m", "harness.apps.cli", "improve", "goals/synth", "--iterations", "3", "--no-plots"]
 
 
 def env(**extra: str) -> dict[str, str]:
@@ -93,7 +93,7 @@ def test_a_run_killed_in_iteration_2_resumes_and_stops_after_the_3_asked(tmp_pat
 
 def test_a_run_interrupted_in_iteration_2_finishes_the_n_asked(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
     """Ctrl-C in iteration 2 of 3, after its executor ran: the same call again runs iterations 2 and 3 only."""
-    from harness.tournament.loop import Tournament
+    from harness.apps.tournament.loop import Tournament
 
     root = tmp_path / "r"
     goal = goal_repo(root, ideas=CHAIN, goal_md=GOAL_MD)
@@ -119,7 +119,7 @@ def test_a_run_interrupted_in_iteration_2_finishes_the_n_asked(tmp_path: Path, m
 
 def test_a_kill_between_two_iterations_still_ends_after_n(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
     """Iteration 1 of 3 completed, then the process died before iteration 2 began: the next call runs 2 and 3."""
-    from harness.tournament.loop import Tournament
+    from harness.apps.tournament.loop import Tournament
 
     root = tmp_path / "r"
     goal = goal_repo(root, ideas=CHAIN, goal_md=GOAL_MD)

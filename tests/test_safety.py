@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.tournament import schemas
-from harness.tournament.safety import SafetyGuard
-from harness.tournament.shell_commands import parse
+from harness.apps.tournament.safety import SafetyGuard
+from harness.apps.tournament.shell_commands import parse
+from harness.base.jsonschemas import contract_errors
 
 # The fifteen hostile commands the old text blocklist was tried with (eight got through it), then more.
 HOSTILE = [
@@ -146,5 +146,5 @@ def test_the_record_is_seed_002s_safety_guard_output(tmp_path: Path) -> None:
     assert set(record) == {"agent", "safe", "risks", "blockedActions", "requiresApproval", "timestamp"}
     assert record["agent"] == "SafetyGuard" and record["safe"] is False and record["requiresApproval"] is True
     assert record["blockedActions"] == ["sudo rm -rf /"]
-    assert schemas.errors_for("safety_guard", record) == []
-    assert schemas.errors_for("safety_guard", SafetyGuard(tmp_path).check_plan(_plan([])).to_record()) == []
+    assert contract_errors("safety_guard", record) == []
+    assert contract_errors("safety_guard", SafetyGuard(tmp_path).check_plan(_plan([])).to_record()) == []

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import needs_sandbox
 
+from conftest import needs_sandbox
 from harness.sandbox import Confinement, Finished, Limits, kill_active, sandbox, unconfined
 
 pytestmark = needs_sandbox

@@ -15,14 +15,14 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import needs_sandbox
 
-from harness.errors import HarnessConfigError
-from harness.tournament.benchmark import BenchmarkSite, RunOutcome, check_sealed_check, parse_output, run_benchmark
-from harness.tournament.confine import GoalSandbox
-from harness.tournament.goal import BenchmarkSpec
-from harness.tournament.goal_file import load_goal
-from harness.tournament.testing import synth_goal_md
+from conftest import needs_sandbox
+from harness.apps.tournament.benchmark import BenchmarkSite, RunOutcome, check_sealed_check, parse_output, run_benchmark
+from harness.apps.tournament.confine import GoalSandbox
+from harness.apps.tournament.testing import synth_goal_md
+from harness.base.errors import HarnessConfigError
+from harness.loading.goal import BenchmarkSpec
+from harness.loading.goal_file import load_goal
 
 # A check that turns the number the run printed into the score.
 ECHO_CHECK = """\

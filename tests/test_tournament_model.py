@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.apps.tournament.loop import improve
+from harness.apps.tournament.testing import git, goal_repo, load, synth_goal_md, value_idea
 from harness.testing.fake_anthropic import FakeAnthropic, Reply
-from harness.tournament.loop import improve
-from harness.tournament.testing import git, goal_repo, load, synth_goal_md, value_idea
 
 BRIEF = {"repo_analysis_summary": "VALUE is read by the benchmark.",
          "ideas": [{"title": "Raise VALUE", "source": "goals/synth/app/value.py", "evidence": "bench reads it",

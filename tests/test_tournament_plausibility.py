@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import HarnessError
-from harness.tournament import plausibility
-from harness.tournament.goal_file import load_goal
-from harness.tournament.loop import improve
-from harness.tournament.testing import SYNTH_CHECK, commit_all, git, goal_repo, load, synth_goal_md, value_idea
+from harness.apps.tournament import plausibility
+from harness.apps.tournament.loop import improve
+from harness.apps.tournament.testing import SYNTH_CHECK, commit_all, git, goal_repo, load, synth_goal_md, value_idea
+from harness.base.errors import HarnessError
+from harness.loading.goal_file import load_goal
 
 
 def _goal(tmp_path: Path, md: str):  # noqa: ANN202
@@ -116,7 +116,7 @@ def test_an_implausible_baseline_stops_the_run_unless_approved(tmp_path: Path) -
                                            r"better than .*\): .* or accept the score with --approve baseline"):
         improve(goal, 1, echo=[].append, plots=False)
     assert not (root / "WORK/improve/synth/baseline.json").exists()
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "improve", "goals/synth", "--no-plots"], cwd=root,
+    proc = subprocess.run([sys.executable, "-m", "harness.apps.cli", "improve", "goals/synth", "--no-plots"], cwd=root,
                           capture_output=True, text=True)
     assert proc.returncode == 1 and "--approve baseline" in proc.stderr and "Traceback" not in proc.stderr
     # approved, the run goes on, and the baseline it measured is recorded

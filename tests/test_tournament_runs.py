@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from harness.tournament import schemas
-from harness.tournament.gitops import GitError
-from harness.tournament.loop import INTERRUPT_ENV, ImproveInterrupted, improve
-from harness.tournament.testing import commit_all, demo_repo, git, goal_repo, load, synth_goal_md, value_idea
+from harness.apps.tournament.gitops import GitError
+from harness.apps.tournament.loop import INTERRUPT_ENV, ImproveInterrupted, improve
+from harness.apps.tournament.testing import commit_all, demo_repo, git, goal_repo, load, synth_goal_md, value_idea
+from harness.base.jsonschemas import contract_errors
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "goals" / "demo_primes"
@@ -40,12 +40,12 @@ def validate_all_records(root: Path, slug: str) -> int:
         if rel.parts[0] in ("sealed",):
             continue
         name = RECORD_SCHEMAS[rel.parts[0]] if len(rel.parts) > 1 else RECORD_SCHEMAS[rel.name]
-        assert schemas.errors_for(name, load(path)) == [], path
+        assert contract_errors(name, load(path)) == [], path
         count += 1
     for name, schema in (("raw_data.json", "raw_data"), ("events.json", "event_log")):
         path = root / "tracking" / name
         if path.exists():
-            assert schemas.errors_for(schema, load(path)) == [], path
+            assert contract_errors(schema, load(path)) == [], path
             count += 1
     return count
 
@@ -69,7 +69,7 @@ def test_demo_from_a_fresh_clone(tmp_path: Path) -> None:
     root = tmp_path / "clone"
     demo_repo(root, DEMO)
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", INTERRUPT_ENV)}
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "improve", "goals/demo_primes",
+    proc = subprocess.run([sys.executable, "-m", "harness.apps.cli", "improve", "goals/demo_primes",
                            "--iterations", "2"], cwd=root, env=env, capture_output=True, text=True, timeout=240)
     out = proc.stdout
     assert proc.returncode == 0, out + proc.stderr
@@ -131,7 +131,7 @@ def test_demo_from_a_fresh_clone(tmp_path: Path) -> None:
     assert state["status"] == "completed" and state["user_ideas_consumed"] == ["05_docstring.md"]
     assert validate_all_records(root, "demo_primes") == 19  # 3 state + 5 plans + 5 results + 2x2 + 2 tracking
     try:
-        import harness.tracking.plots  # noqa: F401
+        import harness.apps.tracking.plots  # noqa: F401
     except ImportError:
         return
     assert (root / "tracking" / "plots" / "trajectories-demo_primes.png").exists()
@@ -202,7 +202,7 @@ def test_ctrl_c_leaves_no_worktrees_and_the_next_run_resumes(tmp_path: Path) -> 
     root = tmp_path / "r"
     goal_repo(root, ideas=_ideas())
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", INTERRUPT_ENV)}
-    cmd = [sys.executable, "-m", "harness.cli", "improve", "goals/synth", "--no-plots"]
+    cmd = [sys.executable, "-m", "harness.apps.cli", "improve", "goals/synth", "--no-plots"]
     proc = subprocess.Popen(cmd, cwd=root, env={**env, "SYNTH_BENCH_SLEEP": "0.3"}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
@@ -385,13 +385,13 @@ def test_config_change_is_an_event(tmp_path: Path) -> None:
 
 
 def test_cli_reports_errors_in_one_line(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "improve", str(tmp_path / "nope")],
+    proc = subprocess.run([sys.executable, "-m", "harness.apps.cli", "improve", str(tmp_path / "nope")],
                           capture_output=True, text=True)
     assert proc.returncode == 78
     assert proc.stderr.strip().count("\n") == 0 and "no goal.md here" in proc.stderr
     goal = goal_repo(tmp_path / "r", ideas={})
     (goal / "goal.md").write_text(synth_goal_md().replace("direction: maximize", "direction: up"))
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "improve", str(goal)],
+    proc = subprocess.run([sys.executable, "-m", "harness.apps.cli", "improve", str(goal)],
                           capture_output=True, text=True)
     assert proc.returncode == 78
     assert "goal.md:8: metric.direction: unknown direction 'up'" in proc.stderr
@@ -401,7 +401,7 @@ def test_cli_reports_errors_in_one_line(tmp_path: Path) -> None:
 def test_one_run_per_goal_at_a_time(tmp_path: Path) -> None:
     import fcntl
 
-    from harness.tournament.loop import RunRefused
+    from harness.apps.tournament.loop import RunRefused
 
     root = tmp_path / "r"
     goal = goal_repo(root, ideas={})

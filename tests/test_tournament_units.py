@@ -14,14 +14,15 @@ from types import SimpleNamespace
 import pytest
 from jsonschema import Draft202012Validator
 
-from harness.tournament import critic, schemas, stats
-from harness.tournament.benchmark import SealedManifest, SealedPaths
-from harness.tournament.confine import GoalSandbox
-from harness.tournament.executors import ModelExecutor
-from harness.tournament.gitops import GitRepo
-from harness.tournament.goal_file import load_goal
-from harness.tournament.ideas import list_ideas
-from harness.tournament.testing import goal_repo, synth_goal_md
+from harness.apps.tournament import critic, schemas, stats
+from harness.apps.tournament.benchmark import SealedManifest, SealedPaths
+from harness.apps.tournament.confine import GoalSandbox
+from harness.apps.tournament.executors import ModelExecutor
+from harness.apps.tournament.gitops import GitRepo
+from harness.apps.tournament.ideas import list_ideas
+from harness.apps.tournament.testing import goal_repo, synth_goal_md
+from harness.base.jsonschemas import contract, contract_errors
+from harness.loading.goal_file import load_goal
 
 DEMO = Path(__file__).resolve().parent.parent / "goals" / "demo_primes"
 
@@ -164,7 +165,7 @@ def test_critic_checks_each_with_a_reason(tmp_path: Path) -> None:
     critic.review_round(ok, goal, [], [])
     assert ok[0]["critic_review"]["verdict"] == "approved" and ok[0]["critic_review"]["rejection_reason"] is None
     assert set(ok[0]["critic_review"]["reasons"]) == set(critic.CHECKS)
-    assert schemas.errors_for("plan", ok[0]) == []
+    assert contract_errors("plan", ok[0]) == []
 
 
 def test_the_critic_flags_what_reaches_into_the_measurement_and_not_ordinary_code() -> None:
@@ -191,37 +192,43 @@ def test_history_reference_to_an_unknown_plan_fails(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------- schemas
 
 
+TOURNAMENT_CONTRACTS = ("agent_settings", "approach_families", "baseline", "benchmark_result", "cost", "event_log",
+                        "failure_analysis", "goal_phase", "iteration_history", "iteration_state", "merge_report",
+                        "plan", "plan_archive", "raw_data", "research_brief", "safety_guard")
+
+
 def test_every_seed_contract_ships_as_a_valid_schema() -> None:
-    shipped = sorted(p.name for p in resources.files("harness.tournament").joinpath("schemas").iterdir()
-                     if p.name.endswith(".json"))
-    assert shipped == sorted(f"{n}.json" for n in schemas.SCHEMA_NAMES)
-    for name in schemas.SCHEMA_NAMES:
-        Draft202012Validator.check_schema(schemas.load_schema(name))
-    assert set(schemas.default_families()) == {"architecture", "training_config", "data", "infrastructure",
-                                                "optimization", "testing", "documentation", "other"}
+    shipped = {p.name for p in resources.files("harness.base").joinpath("contracts").iterdir()
+               if p.name.endswith(".json")}
+    assert {f"{n}.json" for n in TOURNAMENT_CONTRACTS} <= shipped
+    for name in TOURNAMENT_CONTRACTS:
+        Draft202012Validator.check_schema(contract(name))
+    assert {row["tag"] for row in contract("approach_families")["default"]} == {
+        "architecture", "training_config", "data", "infrastructure", "optimization", "testing", "documentation",
+        "other"}
 
 
 def test_merge_report_reason_rule() -> None:
     report = {"iteration": 1, "goal_slug": "g", "winner": None, "archived": [], "regressions_detected": False,
               "re_benchmark_score": None, "status": "no_winner", "reason": None}
-    assert schemas.errors_for("merge_report", report) == ["reason: None is null, not text"]
+    assert contract_errors("merge_report", report) == ["reason: None is null, not text"]
     report.update(reason="all failed")
-    assert schemas.errors_for("merge_report", report) == []
+    assert contract_errors("merge_report", report) == []
     report.update(status="merged")
-    assert schemas.errors_for("merge_report", report)  # merged needs a winner and a null reason
+    assert contract_errors("merge_report", report)  # merged needs a winner and a null reason
     with pytest.raises(schemas.RecordInvalid, match="does not match the merge_report schema"):
         schemas.write_record(Path("/nonexistent/x.json"), "merge_report", report)
 
 
 def test_failure_analysis_categories_are_the_seeds() -> None:
-    enum = schemas.load_schema("failure_analysis")["properties"]["category"]["enum"]
+    enum = contract("failure_analysis")["properties"]["category"]["enum"]
     assert enum == ["oom", "timeout", "regression", "logic_error", "scope_error", "infrastructure",
                     "benchmark_parse_error", "sealed_file_violation"]
 
 
 def test_demo_ideas_make_schema_valid_plans() -> None:
     for idea in list_ideas(DEMO):
-        assert schemas.errors_for("plan", idea.to_plan(1, "runtime_ms")) == []
+        assert contract_errors("plan", idea.to_plan(1, "runtime_ms")) == []
 
 
 # ---------------------------------------------------------------------------------------------- model executor tools

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.tournament.loop import improve
-from harness.tournament.testing import git, goal_repo, load, synth_goal_md, value_idea
+from harness.apps.cli import main
+from harness.apps.tournament.loop import improve
+from harness.apps.tournament.testing import git, goal_repo, load, synth_goal_md, value_idea
 
 IDEAS = {"a_big.md": value_idea("Big", "optimization", 10.0, 20.0)}
 

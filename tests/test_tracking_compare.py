@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from test_tracking_support import two_cycles
 
-from harness.tracking.compare import (
+from harness.apps.tracking.compare import (
     Baseline,
     BaselineItem,
     BaselineNotFound,

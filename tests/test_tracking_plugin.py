@@ -15,7 +15,7 @@ from test_tracking_support import record_item
 
 from harness.records import RecordStore
 
-PLUGIN = ["-p", "no:rubric", "-p", "harness.tracking.pytest_plugin", "-p", "no:cacheprovider"]
+PLUGIN = ["-p", "no:rubric", "-p", "harness.apps.tracking.pytest_plugin", "-p", "no:cacheprovider"]
 
 CONFTEST = '''
 import json
@@ -263,7 +263,7 @@ def test_registered_from_another_plugins_addoption(project: pytest.Pytester) -> 
     project.makeconftest(CONFTEST + '''
 
 def pytest_addoption(parser, pluginmanager):
-    pluginmanager.import_plugin("harness.tracking.pytest_plugin")
+    pluginmanager.import_plugin("harness.apps.tracking.pytest_plugin")
 ''')
     baseline(project)
     project.path.joinpath("writer.scores.json").write_text(scores(0.7, BASE_A))

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from harness.errors import HarnessConfigError
-from harness.tracking.rawdata import append_event, append_raw_data, read_events, read_raw_data
+from harness.apps.tracking.rawdata import append_event, append_raw_data, read_events, read_raw_data
+from harness.base.errors import HarnessConfigError
 
 
 def test_raw_data_round_trip_keeps_seed_fields_and_extras(tmp_path: Path) -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.models import RunRecord
+from harness.apps.tracking.frames import attempts_frame, cycle_ids, dimensions_frame, items_frame
+from harness.base.models import RunRecord
 from harness.records import AttemptDetails, RecordStore
-from harness.tracking.frames import attempts_frame, cycle_ids, dimensions_frame, items_frame
 
 DIMS = {"accuracy": 0.5, "clarity": 0.3, "sources": 0.2}
 

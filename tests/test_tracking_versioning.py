@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.apps.cli import main
 from harness.loading import load_rubric
-from harness.cli import main
-from harness.tracking.versioning import (
+from harness.loading.versioning import (
     Bump,
     RubricVersionTooLow,
     check_version_bump,

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from conftest import AGENT_MODULE, Project
-from harness.errors import ExitCode, HarnessConfigError, HarnessError
-from harness.fields import Fields
-from harness.transforms import Transform, TransformError, parse_transform
+from harness.base.errors import ExitCode, HarnessConfigError, HarnessError
+from harness.base.fields import Fields
+from harness.checks.transforms import Transform, TransformError, parse_transform
 
 FIELD = "dimensions.exact.transform"
 

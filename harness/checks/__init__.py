@@ -9,7 +9,7 @@ A rubric dimension may declare ``check:`` with exactly one kind::
           date_age: {windows: {14: 1.0, 30: 0.8, 60: 0.5}}
 
 The loader calls :func:`parse_check` once with the raw YAML value; every mistake is a
-:class:`~harness.errors.HarnessConfigError` naming the file, the field and the fix. At evaluation time
+:class:`~harness.base.errors.HarnessConfigError` naming the file, the field and the fix. At evaluation time
 the judge calls ``check.run(artifact, context)``, which returns a :class:`CheckResult`. Checks are
 frozen and hold no state between runs, so one check may run on many threads at once.
 
@@ -25,8 +25,8 @@ Any kind's options may hold case slots (``equals: "{expected}"``, ``regex: {patt
 
 from __future__ import annotations
 
+from harness.base.fields import Fields  # plugins' parsers are documented to receive harness.checks.Fields
 from harness.checks.base import Check, CheckContext, CheckResult, check_slots
-from harness.fields import Fields  # plugins' parsers are documented to receive harness.checks.Fields
 from harness.checks.registry import CheckParser, builtin_kinds, check_kind, parse_check, with_plugin_kinds
 
 # The families register their kinds on import, in this order (the order error messages list them in).

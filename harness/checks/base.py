@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from harness import safe_regex
-from harness.errors import HarnessConfigError
-from harness.fields import one_line
+from harness.base import safe_regex
+from harness.base.errors import HarnessConfigError
+from harness.base.fields import one_line
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class Check(Protocol):
 
 def check_slots(check: Any) -> tuple[str, ...]:
     """The case slots a parsed check fills when it runs (``("expected",)`` for ``equals: "{expected}"``), which
-    every case it runs on must be able to fill (:func:`harness.slots.missing_case_slots`); () for most checks.
+    every case it runs on must be able to fill (:func:`harness.base.slots.missing_case_slots`); () for most checks.
 
     A check that needs any declares them as ``case_slots``."""
     found = getattr(check, "case_slots", ())
@@ -98,7 +98,7 @@ def count_matches(pattern: re.Pattern[str], text: str) -> int:
 
 
 def run_user_pattern(pattern: re.Pattern[str], text: str, path: str, field_name: str) -> safe_regex.Matches:
-    """A rubric's own pattern, run where it can be stopped (harness/safe_regex.py)."""
+    """A rubric's own pattern, run where it can be stopped (harness/base/safe_regex.py)."""
     try:
         return safe_regex.finditer(pattern, text)
     except safe_regex.RegexTimeout as exc:

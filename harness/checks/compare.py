@@ -16,13 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.base.errors import HarnessConfigError
+from harness.base.fields import Fields, is_number, shown
+from harness.base.slots import as_text
 from harness.checks.base import REASON_ITEM_LIMIT, CheckContext, CheckResult, run_user_pattern
 from harness.checks.json_schema import NotJson, artifact_json
 from harness.checks.paths import MISSING, dotted, path_option, value_at
 from harness.checks.registry import check_kind
-from harness.errors import HarnessConfigError
-from harness.fields import Fields, is_number, shown
-from harness.slots import as_text
 
 NORMALIZATIONS = ("case", "whitespace", "punctuation", "articles")
 DEFAULT_NORMALIZE = ("case", "whitespace")

@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.base.errors import HarnessConfigError
+from harness.base.fields import Fields, one_line
 from harness.checks.base import REASON_ITEM_LIMIT, CheckContext, CheckResult, quoted_list, run_user_pattern
 from harness.checks.registry import check_kind
-from harness.errors import HarnessConfigError
-from harness.fields import Fields, one_line
 
 _ISO_DATE = re.compile(r"(?<!\d)(\d{4}-\d{2}-\d{2})(?!\d)")
 _AGGREGATES = ("mean", "min")

@@ -12,12 +12,12 @@ import jsonschema
 from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
 
+from harness.base.fields import Fields, one_line
+from harness.base.jsonschemas import error_line
+from harness.base.yamlfile import parse_yaml, read_text
 from harness.checks.base import REASON_ITEM_LIMIT, CheckContext, CheckResult, plural
 from harness.checks.paths import MISSING, json_path, value_at
 from harness.checks.registry import check_kind
-from harness.fields import Fields, one_line
-from harness.jsonschemas import error_line
-from harness.yamlfile import parse_yaml, read_text
 
 _JSON_BLOCK = re.compile(r"```[ \t]*json[ \t]*\r?\n(.*?)```", re.IGNORECASE | re.DOTALL)
 _NAME_FIELDS = ("name", "id", "company")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from harness.fields import Fields
-from harness.slots import MISSING, value_at  # one dotted-path reader, shared with the slots
+from harness.base.fields import Fields
+from harness.base.slots import MISSING, value_at  # one dotted-path reader, shared with the slots
 
 __all__ = ["MISSING", "dotted", "json_path", "parse_path", "path_option", "value_at"]
 

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import slots
+from harness.base import slots
+from harness.base.errors import AgentRunError, HarnessConfigError
+from harness.base.fields import Fields, one_line
 from harness.checks.base import CheckContext, CheckResult
 from harness.checks.registry import check_kind
-from harness.errors import AgentRunError, HarnessConfigError
-from harness.fields import Fields, one_line
 
 _SYS_PATH_LOCK = threading.RLock()
 

@@ -8,7 +8,7 @@ Every parser, built-in or not, has one signature (:data:`CheckParser`)::
     def parse_max_words(options: Any, fields: Fields) -> Check: ...
 
 ``options`` is the YAML value under the kind, as written; ``fields`` names the rubric file and field
-(:class:`~harness.fields.Fields`), knows the rubric's folder and the import root, and validates
+(:class:`~harness.base.fields.Fields`), knows the rubric's folder and the import root, and validates
 options with one-line errors. A parser raises ``HarnessConfigError`` (``fields.error(...)``) for every
 mistake and returns a frozen check whose ``run(artifact, context)`` is pure and thread-safe.
 """
@@ -20,11 +20,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from harness import slots
+from harness.base import slots
+from harness.base.errors import HarnessConfigError
+from harness.base.fields import Fields, one_line
 from harness.checks.base import Check
 from harness.checks.templated import templated_check
-from harness.errors import HarnessConfigError
-from harness.fields import Fields, one_line
 
 CheckParser = Callable[[Any, Fields], Check]
 """``parser(options, fields) -> Check``: see the module docstring."""
@@ -99,9 +99,9 @@ def parse_check(raw: Any, *, path: Path, field: str, base_dir: Path, import_root
     kinds in effect (:func:`with_plugin_kinds`); by default the built-ins. ``roots`` are the folders a file the
     check names must lie in (the project and ini harness_input_dirs; default: ``import_root``); ``data_modules``
     is set when the check is data (a case's ``checks:``, a dataset row): the only modules its code may come from
-    (:attr:`~harness.fields.Fields.data_modules`).
+    (:attr:`~harness.base.fields.Fields.data_modules`).
 
-    Options that hold case slots (``contains: {all: ["{expected}"]}``, harness/slots.py) make a check that fills
+    Options that hold case slots (``contains: {all: ["{expected}"]}``, harness/base/slots.py) make a check that fills
     them from each case when it runs (harness/checks/templated.py); :func:`~harness.checks.base.check_slots`
     names the slots a case must fill.
 

@@ -1,6 +1,6 @@
 """Check options with case slots: ``contains: {all: ["{expected}"]}``, filled from each case when the check runs.
 
-Any kind's options (built-in or a plugin's) may hold slots (harness/slots.py): ``{expected}``, ``{input}``,
+Any kind's options (built-in or a plugin's) may hold slots (harness/base/slots.py): ``{expected}``, ``{input}``,
 ``{inputs.NAME}`` or an input's bare name. A slot that is a whole option keeps the value's type, so
 ``contains: {any: "{expected}"}`` with a list expected is a list. Braces that are not a slot stay text:
 ``regex: '\\d{2,3}'`` is an ordinary regex.
@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness import slots
+from harness.base import slots
+from harness.base.errors import HarnessConfigError
+from harness.base.fields import Fields, shown
 from harness.checks.base import Check, CheckContext, CheckResult, check_slots
-from harness.errors import HarnessConfigError
-from harness.fields import Fields, shown
 
 CACHE_SIZE = 256
 """Parsed checks kept per templated check (one per distinct filled options)."""

@@ -7,10 +7,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.checks.base import (REASON_ITEM_LIMIT, CheckContext, CheckResult, count_matches, phrase_regex, plural,
-                                 quoted_list, run_user_pattern)
+from harness.base.fields import Fields, is_number, one_line
+from harness.checks.base import (
+    REASON_ITEM_LIMIT,
+    CheckContext,
+    CheckResult,
+    count_matches,
+    phrase_regex,
+    plural,
+    quoted_list,
+    run_user_pattern,
+)
 from harness.checks.registry import check_kind
-from harness.fields import Fields, is_number, one_line
 
 # --------------------------------------------------------------------------------------------- regex
 

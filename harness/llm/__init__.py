@@ -11,12 +11,12 @@
 docs/model-calls.md has the whole picture.
 """
 
+from harness.base.models import ModelSettings
+from harness.base.usage import Usage
 from harness.llm.client import ModelClient, extract_json_object
 from harness.llm.policy import CallPolicy, CallStats, CostCapReached
 from harness.llm.prices import PRICES_PER_MTOK, Price, known_price, load_price_table, missing_price_line, price_usd
 from harness.llm.types import GenerationResult, Message, ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec
-from harness.models import ModelSettings
-from harness.usage import Usage
 
 __all__ = [
     "PRICES_PER_MTOK", "CallPolicy", "CallStats", "CostCapReached", "GenerationResult", "Message", "ModelClient",

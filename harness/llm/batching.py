@@ -8,7 +8,7 @@ a thread of its own that polls ``retrieve`` until ``processing_status`` is ``end
 seconds, then at intervals that grow by half each time up to ``poll_max_s`` (calling
 ``on_progress(batch_id, counts)`` after every poll), reads the results and resolves each waiter by
 ``custom_id``: with the SDK's ``Message`` when the request succeeded, or with a
-:class:`~harness.errors.ModelCallError` for that request alone when it errored, expired or was canceled.
+:class:`~harness.base.errors.ModelCallError` for that request alone when it errored, expired or was canceled.
 
 This module never imports the SDK: :mod:`harness.llm` passes in ``sdk.messages.batches`` (anything with
 ``create``, ``retrieve``, ``results`` and ``cancel`` of the same shapes) and a function that turns an
@@ -25,7 +25,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from harness.errors import ExitCode, ModelCallError
+from harness.base.errors import ExitCode, ModelCallError
 
 __all__ = ["BatchAPI", "Batcher", "ProgressCallback"]
 

@@ -34,8 +34,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.errors import HarnessConfigError
-from harness.redaction import redact_json
+from harness.base.errors import HarnessConfigError
+from harness.base.redaction import redact_json
 
 __all__ = ["CACHE_MODES", "CacheMode", "ResponseCache", "cache_access", "cache_key", "canonical_json"]
 

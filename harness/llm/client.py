@@ -2,7 +2,7 @@
 
 * :meth:`ModelClient.complete` sends one request. The policy's response cache may answer instead; else the
   provider sends it (its SDK retries 429, 5xx and connection errors itself, honouring ``retry-after``) and
-  what is left becomes a :class:`~harness.errors.ModelCallError` with an exit code. No SDK exception escapes.
+  what is left becomes a :class:`~harness.base.errors.ModelCallError` with an exit code. No SDK exception escapes.
 * :meth:`ModelClient.generate_json` is the structured generation flow: a forced tool call (or the server's
   JSON Schema output), validation, and ONE retry that shows the model its answer and the errors.
 
@@ -18,14 +18,14 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness import jsonschemas
-from harness.errors import ExitCode, ModelCallError, ModelUnavailable
+from harness.base import jsonschemas
+from harness.base.errors import ExitCode, ModelCallError, ModelUnavailable
+from harness.base.models import ModelSettings
+from harness.base.usage import Usage, add_costs
 from harness.llm.cache import cache_key
 from harness.llm.policy import CallPolicy
 from harness.llm.providers import Provider, UnknownProvider, make_provider, provider_failure
 from harness.llm.types import GenerationResult, Message, ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec
-from harness.models import ModelSettings
-from harness.usage import Usage, add_costs
 
 _CACHE_KEY_VERSION = 2  # 2: provider-neutral requests, keyed by provider and base URL
 

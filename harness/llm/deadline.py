@@ -3,7 +3,7 @@
 A provider's SDK bounds each read, not a call: a server that trickles its answer a byte at a time restarts
 the read timeout with every byte, a ``retry-after`` can hold a retry for a minute, and a plugin provider may
 block for good. So :func:`call_within` runs the provider's ``send`` on another thread and waits for it at
-most ``timeout_s``; then the call ends as a :class:`~harness.errors.ModelCallError` with exit code 81
+most ``timeout_s``; then the call ends as a :class:`~harness.base.errors.ModelCallError` with exit code 81
 (timeout), whatever that thread is still doing.
 
 The clock (:class:`CallClock`) counts the call's time at the provider: its attempts and the backoff between
@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from harness.errors import ExitCode, ModelCallError
+from harness.base.errors import ExitCode, ModelCallError
 
 Result = TypeVar("Result")
 

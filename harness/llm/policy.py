@@ -20,16 +20,16 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from harness.errors import ExitCode, HarnessError, ModelCallError
-from harness.events import Events, ModelCalled
+from harness.base.errors import ExitCode, HarnessError, ModelCallError
+from harness.base.events import Events, ModelCalled
+from harness.base.usage import Usage
 from harness.llm.batching import Batcher, ProgressCallback
 from harness.llm.cache import CACHE_FILE, CACHE_MODES, ResponseCache, cache_access
 from harness.llm.deadline import call_within, current_clock, queued
 from harness.llm.prices import PRICES_PER_MTOK, Price, known_price, load_price_table, missing_price_line, price_usd
-from harness.llm.ratelimit import RateLimiter, RateLimits, Reservation, estimate_input_tokens
 from harness.llm.providers import provider_failure
+from harness.llm.ratelimit import RateLimiter, RateLimits, Reservation, estimate_input_tokens
 from harness.llm.types import ModelReply
-from harness.usage import Usage
 
 if TYPE_CHECKING:
     from harness.llm.providers import Provider

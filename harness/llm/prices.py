@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from harness.errors import HarnessConfigError
-from harness.fields import Fields
-from harness.usage import Usage
-from harness.yamlfile import load_yaml, read_text
+from harness.base.errors import HarnessConfigError
+from harness.base.fields import Fields
+from harness.base.usage import Usage
+from harness.base.yamlfile import load_yaml, read_text
 
 
 class Price(NamedTuple):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.usage import Spend, Usage
+from harness.base.usage import Spend, Usage
 
 
 @dataclass(frozen=True)
@@ -157,7 +157,7 @@ class GenerationResult:
 
     @property
     def spend(self) -> Spend:
-        """The calls behind this result in the one account (``harness.usage``)."""
+        """The calls behind this result in the one account (``harness.base.usage``)."""
         spend = Spend()
         spend.add(self.model, self.usage, self.cost_usd, calls=self.attempts - self.cache_hits,
                   cached=self.cache_hits)

@@ -8,13 +8,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.base.fields import ID_PATTERN, Fields, Section
+from harness.base.models import AgentConfig, Case, Dimension
+from harness.base.yamlfile import LineDict, load_yaml
 from harness.checks import CheckParser
-from harness.fields import ID_PATTERN, Fields, Section
 from harness.loading.datasets import dataset_rows
 from harness.loading.inputs import load_inputs
 from harness.loading.rubrics import DIMENSION_KEYS, parse_dimension
-from harness.models import AgentConfig, Case, Dimension
-from harness.yamlfile import LineDict, load_yaml
 
 _CASE_KEYS = ("id", "inputs", "flags", "today", "description", "agent", "expected", "criteria", "checks")
 

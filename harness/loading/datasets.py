@@ -11,7 +11,7 @@ dataset's configuration) and ``revision`` (a branch, tag or commit on the hub) a
 downloaded and converted to Arrow once, into the ``datasets`` cache; offline (``HF_HUB_OFFLINE=1``) it must be
 there already. Its rows are read from the memory-mapped Arrow table a batch at a time, never all at once.
 
-A template is text with ``{column}`` slots filled from the row (harness/slots.py: the one template language);
+A template is text with ``{column}`` slots filled from the row (harness/base/slots.py: the one template language);
 a template that is exactly one slot keeps the column's value as it is (a number stays a number, a list a list).
 ``id`` defaults to ``row-N`` (N counts data rows from 1, ``{_row}``), ``inputs`` to the whole row, ``expected``
 to none. ``criteria`` and ``checks`` are a case's added dimensions (the formats of a case's ``criteria:`` and
@@ -38,11 +38,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from harness import slots
-from harness.errors import HarnessConfigError
-from harness.fields import Fields, Section, one_line
+from harness.base import slots
+from harness.base.errors import HarnessConfigError
+from harness.base.fields import Fields, Section, one_line
+from harness.base.yamlfile import read_text
 from harness.loading.inputs import input_path, inside
-from harness.yamlfile import read_text
 
 SOURCES = ("file", "hf")
 HF_KEYS = ("split", "config", "revision")

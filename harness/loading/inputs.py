@@ -1,7 +1,7 @@
 """Case inputs: values written in place, and the YAML, JSON or text files they name, read only from inside the
 project (the input roots), so a case or a rubric's examples cannot send ``/etc/passwd`` to a model.
 
-The rule itself (``inside``, :meth:`~harness.fields.Fields.project_path`) is the one every file a project names
+The rule itself (``inside``, :meth:`~harness.base.fields.Fields.project_path`) is the one every file a project names
 goes through: templates, prompts, schema files, rubrics, examples, datasets."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessConfigError
-from harness.fields import Fields, inside
-from harness.yamlfile import load_yaml, read_text
+from harness.base.errors import HarnessConfigError
+from harness.base.fields import Fields, inside
+from harness.base.yamlfile import load_yaml, read_text
 
 __all__ = ["input_path", "inside", "load_inputs"]
 

@@ -10,10 +10,10 @@ a case that cannot is one error naming the file, the case and the slot, before a
 
 from __future__ import annotations
 
-from harness import slots
+from harness.base import slots
+from harness.base.errors import HarnessConfigError
+from harness.base.models import AgentConfig, Case, Dimension, Rubric
 from harness.checks.base import check_slots
-from harness.errors import HarnessConfigError
-from harness.models import AgentConfig, Case, Dimension, Rubric
 
 # The slots a template fills without the case: the artifact, the judged dimensions, a reviser's feedback.
 _FILLED_BY_THE_HARNESS = frozenset({"output", "criteria", "rubric", "steps", "feedback"})

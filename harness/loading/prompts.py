@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.errors import HarnessConfigError
-from harness.models import PromptFile
-from harness.yamlfile import read_text
+from harness.base.errors import HarnessConfigError
+from harness.base.models import PromptFile
+from harness.base.yamlfile import read_text
 
 REQUIRED_PROMPT_SECTIONS = ("Role", "Inputs", "Outputs", "Instructions", "Examples", "Constraints")
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")

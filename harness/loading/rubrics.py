@@ -12,15 +12,16 @@ from typing import Any
 
 import jsonschema
 
-from harness import slots
+from harness.base import slots
+from harness.base.errors import HarnessConfigError, HarnessConfigWarning
+from harness.base.fields import Fields, Section
+from harness.base.jsonschemas import error_line
+from harness.base.models import DEFAULT_THRESHOLD, Dimension, Examples, ItemsSpec, Rubric
+from harness.base.semver import parse_version
+from harness.base.yamlfile import load_yaml, parse_yaml, read_text
 from harness.checks import CheckParser, check_slots, parse_check
-from harness.errors import HarnessConfigError, HarnessConfigWarning
-from harness.fields import Fields, Section
-from harness.jsonschemas import error_line
+from harness.checks.transforms import parse_transform
 from harness.loading.inputs import inside, load_inputs
-from harness.models import DEFAULT_THRESHOLD, Dimension, Examples, ItemsSpec, Rubric
-from harness.semver import parse_version
-from harness.yamlfile import load_yaml, parse_yaml, read_text
 
 WEIGHT_TOLERANCE = 1e-6
 RUBRIC_SUFFIXES = (".yaml", ".yml", ".json")
@@ -182,7 +183,6 @@ def _choice_descriptions(dim: Section) -> dict[str, str]:
 def _transform(section: Section, import_root: Path) -> Any:
     if "transform" not in section:
         return None
-    from harness.transforms import parse_transform
 
     return parse_transform(section.raw["transform"], dataclasses.replace(section.fields.nested("transform"),
                                                                          import_root=import_root))

@@ -10,15 +10,23 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessConfigError, did_you_mean
-from harness.fields import Fields, Section, is_number
+from harness.base.errors import HarnessConfigError, did_you_mean
+from harness.base.fields import Fields, Section, is_number
+from harness.base.models import (
+    STRUCTURED_OUTPUT,
+    AgentConfig,
+    JudgeStyle,
+    LoopPolicy,
+    ModelSettings,
+    PromptTemplate,
+    RunnerSpec,
+    SuiteConfig,
+)
+from harness.base.slots import TEMPLATE_SLOTS, slots_in
+from harness.base.yamlfile import load_yaml, read_text
 from harness.llm.providers import model_problem
 from harness.loading.prompts import load_prompt
 from harness.loading.rubrics import RUBRIC_SUFFIXES, find_rubric, rubric_files, rubric_identity
-from harness.models import (STRUCTURED_OUTPUT, AgentConfig, JudgeStyle, LoopPolicy, ModelSettings, PromptTemplate,
-                            RunnerSpec, SuiteConfig)
-from harness.slots import TEMPLATE_SLOTS, slots_in
-from harness.yamlfile import load_yaml, read_text
 
 BUILTIN_RUNNER_KINDS = ("prompt", "template", "python", "command")
 MODEL_RUNNER_KINDS = ("prompt", "template")  # the kinds the harness runs on a model itself

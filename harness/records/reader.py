@@ -14,7 +14,7 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.models import RunRecord
+from harness.base.models import RunRecord
 from harness.records.database import connect_read_only
 from harness.records.layout import RECONCILIATION_FILE, cycle_path, database_path, run_log_path, runs_path
 from harness.records.runlog import read_run_log

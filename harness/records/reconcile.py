@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.appendlog import read_entries
-from harness.clock import utc_now
-from harness.errors import ExitCode, HarnessConfigError
-from harness.fileio import atomic_write_text
+from harness.base.appendlog import read_entries
+from harness.base.clock import utc_now
+from harness.base.errors import ExitCode, HarnessConfigError
+from harness.base.fileio import atomic_write_text
 from harness.records.database import transaction
 from harness.records.layout import ALIVE_LOCK, RECONCILED_MARK, RUN_LOG_NAME, safe_cycle_name
 from harness.records.reader import RecordReader, select_run_records

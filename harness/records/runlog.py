@@ -12,10 +12,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harness.appendlog import read_entries
-from harness.fileio import atomic_write_text, file_lock
-from harness.models import RunRecord
-from harness.redaction import redact, redact_json
+from harness.base.appendlog import read_entries
+from harness.base.fileio import atomic_write_text, file_lock
+from harness.base.models import RunRecord
+from harness.base.redaction import redact, redact_json
 
 RUN_LOG_TAIL = b"\n]\n"
 

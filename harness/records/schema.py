@@ -11,7 +11,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.redaction import redact_json
+from harness.base.redaction import redact_json
 
 # Seed 000 section 1, verbatim: the columns, CHECK and indexes are a contract.
 AGENT_RUNS_SCHEMA = """

@@ -20,9 +20,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from harness.clock import utc_now
-from harness.fileio import atomic_write_json, atomic_write_text, file_lock
-from harness.models import EvaluatorOutput, RunRecord
+from harness.base.clock import utc_now
+from harness.base.fileio import atomic_write_json, atomic_write_text, file_lock
+from harness.base.models import EvaluatorOutput, RunRecord
+from harness.base.redaction import redact, redact_json
 from harness.records import runlog
 from harness.records.database import connect_writer
 from harness.records.database import transaction as _transaction
@@ -38,7 +39,6 @@ from harness.records.layout import (
 from harness.records.reader import select_loop_results
 from harness.records.reconcile import Reconciliation, reconcile
 from harness.records.schema import DETAIL_WRITE_COLUMNS, AttemptDetails, detail_values, ensure_schema
-from harness.redaction import redact, redact_json
 
 _INSERT_DETAILS_SQL = (f"INSERT OR REPLACE INTO attempt_details ({', '.join(DETAIL_WRITE_COLUMNS)})"
                        f" VALUES ({', '.join('?' for _ in DETAIL_WRITE_COLUMNS)})")

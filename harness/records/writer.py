@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 
-from harness.events import (
+from harness.base.events import (
     ArtifactProduced,
     AttemptFinished,
     AttemptStarted,

@@ -9,7 +9,7 @@ command in new Linux namespaces on an empty root (:mod:`harness.sandbox.root` sa
   user's checkout);
 * files laid read-only over paths of the working folder (a tournament's sealed benchmark, taken from
   the manifest, not from the candidate's tree);
-* an environment the caller builds from an allowlist (``harness.redaction.child_environment``);
+* an environment the caller builds from an allowlist (``harness.base.redaction.child_environment``);
 * bounds (:class:`Limits`): time; memory for the whole run, private ``/tmp`` included, and a process
   count (a control group of the run's own where the machine allows it, :mod:`harness.sandbox.cgroups`,
   else per-process limits); the private ``/tmp``, ``$HOME`` and ``/dev/shm``; the growth of the writable
@@ -39,8 +39,7 @@ from pathlib import Path
 
 from harness.sandbox.cgroups import CgroupFamily, RunGroup, cgroup_family
 from harness.sandbox.process import DiskWatch, kill_active, run_process
-from harness.sandbox.root import (RUNNER, RUNNER_INSIDE, interpreter_paths, network_args, private_tmpfs,
-                                  system_args)
+from harness.sandbox.root import RUNNER, RUNNER_INSIDE, interpreter_paths, network_args, private_tmpfs, system_args
 
 __all__ = ["BWRAP_ENV", "Confinement", "Finished", "Limits", "Sandbox", "kill_active", "sandbox", "unconfined"]
 

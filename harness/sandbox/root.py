@@ -30,9 +30,8 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-import harness
-
 RUNNER = Path(__file__).with_name("runner.py")
+HARNESS_CODE = Path(__file__).resolve().parent.parent  # the installed harness package
 RUNNER_INSIDE = "/tmp/.harness/runner.py"
 
 # The system: each is a folder bound read-only, or (merged /usr) a link recreated as the same link.
@@ -105,7 +104,7 @@ def interpreter_paths() -> tuple[Path, ...]:
     """What ``{python}`` and the runner need inside: the interpreter's installation, the virtual environment,
     the user's site-packages and the harness's own code (an editable install's lies in its checkout)."""
     paths = {Path(sys.prefix), Path(sys.base_prefix), Path(os.path.realpath(sys.executable)).parent.parent,
-             Path(harness.__file__).resolve().parent}
+             HARNESS_CODE}
     user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
     if user_site:
         paths.add(Path(user_site))

@@ -18,13 +18,12 @@ The result channel (``HARNESS_RESULT_FD``) does not pass through here: the harne
 the command inherits it directly.
 """
 
+# The C module behind `signal`: importing `signal` itself pulls in enum and costs 5 ms a run.
+import _signal as signal  # noqa: I001
 import os
 import resource
 import sys
 import time
-
-# The C module behind `signal`: importing `signal` itself pulls in enum and costs 5 ms a run.
-import _signal as signal  # noqa: I001
 
 PR_SET_CHILD_SUBREAPER = 36
 REAP_FOR_S = 2.0  # a process stuck in the kernel (uninterruptible) is left to the kernel after this

@@ -33,8 +33,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from harness.llm.schema_fill import evaluator_output
 from harness.testing.fake_http import FakeModelServer, RequestHandler, ScriptedReply, estimated_tokens
-from harness.testing.schema_fill import evaluator_output
 
 __all__ = ["FakeAnthropic", "Reply", "Responder", "judge_responder"]
 

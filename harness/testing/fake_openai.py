@@ -31,8 +31,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from harness.llm.schema_fill import evaluator_output
 from harness.testing.fake_http import FakeModelServer, ScriptedReply, estimated_tokens
-from harness.testing.schema_fill import evaluator_output
 
 __all__ = ["FakeOpenAI", "Reply", "Responder", "judge_responder"]
 
@@ -293,7 +293,7 @@ def judge_responder(
     from that function's ``parameters``; ``response_format: {"type": "json_schema"}`` gets the JSON as
     content, filled from ``json_schema.schema``; with neither, text with the JSON inside a ```json fence.
     Scores come from ``scores`` (a mapping, or a callable given the request JSON that returns one); the
-    schema is filled as the Anthropic fake's ``judge_responder`` fills it (:mod:`harness.testing.schema_fill`).
+    schema is filled as the Anthropic fake's ``judge_responder`` fills it (:mod:`harness.llm.schema_fill`).
     """
 
     def respond(request: dict[str, Any]) -> Reply:

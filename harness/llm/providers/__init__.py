@@ -17,18 +17,34 @@ from __future__ import annotations
 import importlib
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
-from harness.errors import ExitCode, ModelCallError, did_you_mean
+from harness.base.errors import ExitCode, ModelCallError, did_you_mean
+from harness.base.redaction import redact
+from harness.llm.batching import Batcher
 from harness.llm.deadline import http_event_hooks
-from harness.redaction import redact
+from harness.llm.ratelimit import RateLimiter
 
 if TYPE_CHECKING:
-    from harness.llm.policy import CallPolicy
+    from harness.base.models import ModelSettings
     from harness.llm.types import ModelReply, ModelRequest
-    from harness.models import ModelSettings
+
+Response = TypeVar("Response")
+
+
+class ProviderPolicy(Protocol):
+    """What a provider uses of the session's call policy (:class:`harness.llm.policy.CallPolicy` is one): each
+    HTTP attempt runs inside ``http_attempt`` (the concurrency bound, the rate limits, the call's deadline);
+    ``batcher`` sends requests through a batch API where the policy asks for it; ``limiter`` reserves tokens."""
+
+    batcher: Batcher | None
+    limiter: RateLimiter | None
+
+    def http_attempt(self, send: Callable[[], Response], *, model_call: bool, retry: bool,
+                     body: Mapping[str, Any] | None = None,
+                     tokens_used: Callable[[Response], tuple[int, int]] | None = None) -> Response: ...
 
 ENTRY_POINT_GROUP = "harness.providers"
 _BUILTIN = {
@@ -50,13 +66,13 @@ class Provider(ABC):
     """One model behind one endpoint: turns a :class:`ModelRequest` into its wire format and back.
 
     ``send`` returns a :class:`ModelReply` with ``usage`` and ``model`` filled and ``cost_usd`` left for the
-    policy; every failure is a :class:`~harness.errors.ModelCallError` with an exit code (never an SDK error).
+    policy; every failure is a :class:`~harness.base.errors.ModelCallError` with an exit code (never an SDK error).
     """
 
     name: ClassVar[str]
     supports_batch: ClassVar[bool] = False
 
-    def __init__(self, settings: ModelSettings, policy: CallPolicy, *, api_key: str | None = None,
+    def __init__(self, settings: ModelSettings, policy: ProviderPolicy, *, api_key: str | None = None,
                  base_url: str | None = None):
         """``api_key`` and ``base_url`` override the provider's environment (a test's fake server)."""
         self.settings = settings
@@ -93,7 +109,7 @@ class SdkProvider(Provider):
     url_variable: ClassVar[str]  # the environment variable of the endpoint, named in errors
     key_hint: ClassVar[str] = ""  # what else than the key would make a call possible
 
-    def __init__(self, settings: ModelSettings, policy: CallPolicy, *, api_key: str | None, base_url: str,
+    def __init__(self, settings: ModelSettings, policy: ProviderPolicy, *, api_key: str | None, base_url: str,
                  key_variable: str):
         super().__init__(settings, policy)
         self._api_key = api_key or None
@@ -190,7 +206,7 @@ def provider_factory(name: str) -> ProviderFactory:
     return found  # type: ignore[return-value]
 
 
-def make_provider(settings: ModelSettings, policy: CallPolicy, **connection: str | None) -> Provider:
+def make_provider(settings: ModelSettings, policy: ProviderPolicy, **connection: str | None) -> Provider:
     """The provider of ``settings.model``; ``connection`` is ``api_key`` and ``base_url`` overrides. A factory
     that fails (a plugin's) is one line naming the provider, as when its ``send`` fails."""
     factory = provider_factory(settings.provider)

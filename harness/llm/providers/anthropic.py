@@ -16,17 +16,16 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import ExitCode, ModelCallError
+from harness.base.errors import ExitCode, ModelCallError
+from harness.base.usage import Usage
 from harness.llm.deadline import call_timed_out
-from harness.llm.providers import SdkProvider, one_line, retries_said, status_error
+from harness.llm.providers import ProviderPolicy, SdkProvider, one_line, retries_said, status_error
 from harness.llm.types import Message, ModelReply, ModelRequest, ToolCall
-from harness.usage import Usage
 
 if TYPE_CHECKING:
     import anthropic
 
-    from harness.llm.policy import CallPolicy
-    from harness.models import ModelSettings
+    from harness.base.models import ModelSettings
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 KEY_VARIABLE = "ANTHROPIC_API_KEY"
@@ -78,7 +77,7 @@ class AnthropicProvider(SdkProvider):
     supports_batch = True
     url_variable = "ANTHROPIC_BASE_URL"
 
-    def __init__(self, settings: ModelSettings, policy: CallPolicy, *, api_key: str | None = None,
+    def __init__(self, settings: ModelSettings, policy: ProviderPolicy, *, api_key: str | None = None,
                  base_url: str | None = None):
         variable = settings.api_key_env or KEY_VARIABLE
         super().__init__(settings, policy, api_key=api_key if api_key is not None else os.environ.get(variable),

@@ -30,11 +30,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import ExitCode, ModelCallError
+from harness.base.errors import ExitCode, ModelCallError
+from harness.base.usage import Usage
 from harness.llm.providers import Provider, status_error
+from harness.llm.schema_fill import evaluator_output, placeholder
 from harness.llm.types import ModelReply, ModelRequest, ToolCall
-from harness.testing.schema_fill import evaluator_output, placeholder
-from harness.usage import Usage
 
 
 @dataclass(frozen=True)

@@ -20,17 +20,16 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import ExitCode, ModelCallError
+from harness.base.errors import ExitCode, ModelCallError
+from harness.base.usage import Usage
 from harness.llm.deadline import call_timed_out
-from harness.llm.providers import SdkProvider, one_line, retries_said, status_error
+from harness.llm.providers import ProviderPolicy, SdkProvider, one_line, retries_said, status_error
 from harness.llm.types import Message, ModelReply, ModelRequest, ToolCall
-from harness.usage import Usage
 
 if TYPE_CHECKING:
     import openai
 
-    from harness.llm.policy import CallPolicy
-    from harness.models import ModelSettings
+    from harness.base.models import ModelSettings
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 KEY_VARIABLE = "OPENAI_API_KEY"
@@ -73,7 +72,7 @@ class OpenAIProvider(SdkProvider):
     url_variable = "OPENAI_BASE_URL"
     key_hint = " (nor OPENAI_BASE_URL for a server of your own)"
 
-    def __init__(self, settings: ModelSettings, policy: CallPolicy, *, api_key: str | None = None,
+    def __init__(self, settings: ModelSettings, policy: ProviderPolicy, *, api_key: str | None = None,
                  base_url: str | None = None):
         variable = settings.api_key_env or KEY_VARIABLE
         given_url = base_url or settings.base_url or os.environ.get(self.url_variable)

@@ -1,0 +1,135 @@
+"""One item's result as a report carries it (``user_properties``) or as the records hold it.
+
+The pytest plugin builds :class:`ItemResult` from each call report's ``user_properties`` (so it works
+the same on pytest-xdist's controller); ``harness report`` builds them from a cycle's records. The
+Markdown and HTML reports read only this.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from harness.apps.tracking.compare import Regression
+from harness.face.report_text import default_verdict
+
+#: ``user_properties`` names the case items carry (docs/design.md).
+PROP_PREFIX = "harness_"
+REGRESSION_PROP = "harness_regression"
+BASELINE_PROP = "harness_baseline_score"
+
+@dataclass(frozen=True)
+class ItemResult:
+    nodeid: str
+    outcome: str  # the harness outcome: passed|failed|escalated|indeterminate|error|validation_failed|interrupted
+    score: float | None = None
+    threshold: float | None = None
+    attempts: int = 0
+    cost_usd: float = 0.0
+    tokens: int = 0
+    agent: str | None = None
+    case: str | None = None
+    rubric: str | None = None
+    cycle: str | None = None
+    artifact: str | None = None
+    dimensions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cached_answers: int = 0  # model answers replayed from the response cache
+    test_outcome: str | None = None  # pytest's word: passed|failed|skipped|xfailed|xpassed (session or records)
+    regression: Regression | None = None
+
+    @property
+    def verdict(self) -> str:
+        """pytest's word for the item: what its session said, else what the outcome gets by default."""
+        return self.test_outcome or default_verdict(self.outcome)
+
+    @property
+    def failed(self) -> bool:
+        """Red in a report: pytest failed it."""
+        return self.verdict == "failed"
+
+    @property
+    def name(self) -> str:
+        return f"{self.agent}::{self.case}" if self.agent and self.case else self.nodeid
+
+    def worst_dimensions(self, count: int = 2) -> list[tuple[str, float, str]]:
+        """The lowest-scored dimensions with their reasons; ties go to the heavier dimension."""
+        scored = [(name, float(d["score"]), str(d.get("reason") or ""), float(d.get("weight") or 0))
+                  for name, d in self.dimensions.items() if isinstance(d, dict) and _number(d.get("score"))]
+        scored.sort(key=lambda t: (t[1], -t[3], t[0]))
+        return [(name, score, reason) for name, score, reason, _ in scored[:count]]
+
+    def sort_key(self) -> tuple[int, float, str]:
+        rank = 0 if self.failed else (1 if self.outcome != "passed" else 2)
+        return rank, (self.score if self.score is not None else -1.0), self.nodeid
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+
+
+def _float(value: Any) -> float | None:
+    if value is None or value == "":
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def from_user_properties(nodeid: str, properties: Iterable[tuple[str, Any]],
+                         test_outcome: str | None = None) -> ItemResult | None:
+    """The item's result from its report's ``user_properties``; None for an item that is not ours."""
+    props = dict(properties)
+    if "harness_outcome" not in props and "harness_score" not in props:
+        return None
+    dims = props.get("harness_dimensions") or {}
+    if isinstance(dims, str):
+        try:
+            dims = json.loads(dims)
+        except ValueError:
+            dims = {}
+    regression = props.get(REGRESSION_PROP)
+    if isinstance(regression, str):
+        regression = Regression.from_json(json.loads(regression))
+    tokens = sum(int(props.get(f"harness_{k}_tokens") or 0) for k in ("input", "output", "cache_write", "cache_read"))
+    return ItemResult(
+        nodeid=nodeid, outcome=str(props.get("harness_outcome") or "passed"),
+        score=_float(props.get("harness_score")), threshold=_float(props.get("harness_threshold")),
+        attempts=int(props.get("harness_attempts") or 0), cost_usd=_float(props.get("harness_cost_usd")) or 0.0,
+        tokens=tokens, agent=props.get("harness_agent"), case=props.get("harness_case"),
+        rubric=props.get("harness_rubric"), cycle=props.get("harness_cycle"),
+        artifact=props.get("harness_artifact"), dimensions=dims if isinstance(dims, dict) else {},
+        test_outcome=test_outcome, regression=regression,
+        cached_answers=int(props.get("harness_cached_answers") or 0),
+    )
+
+
+def results_from_records(work_dir: Path, cycles: list[str]) -> list[ItemResult]:
+    """The items of ``cycles`` as the records hold them (final attempt, totals over attempts)."""
+    from harness.apps.tracking.frames import attempts_frame, items_frame  # pandas: only when reporting
+
+    items = items_frame(attempts_frame(Path(work_dir), cycles=cycles))
+    out = []
+    for row in items.itertuples(index=False):
+        out.append(ItemResult(
+            nodeid=row.nodeid, outcome=row.outcome, score=_float(row.overall_score), threshold=_float(row.threshold),
+            attempts=int(row.attempts), cost_usd=float(row.cost_usd), tokens=int(row.tokens), agent=row.agent_name,
+            case=row.case_id, rubric=row.rubric_name, cycle=row.cycle_id, artifact=row.artifact_path,
+            dimensions=row.dimensions or {}, test_outcome=row.verdict, cached_answers=int(row.cached_answers),
+        ))
+    return sorted(out, key=ItemResult.sort_key)
+
+
+def merge(records: list[ItemResult], session: list[ItemResult]) -> list[ItemResult]:
+    """Records overlaid with the session's verdicts (pytest outcome, regression) by nodeid."""
+    by_id = {r.nodeid: r for r in session}
+    merged = [replace(r, test_outcome=by_id[r.nodeid].test_outcome, regression=by_id[r.nodeid].regression)
+              if r.nodeid in by_id else r for r in records]
+    known = {r.nodeid for r in merged}
+    merged += [r for r in session if r.nodeid not in known]
+    return sorted(merged, key=ItemResult.sort_key)

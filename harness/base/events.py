@@ -1,0 +1,177 @@
+"""The event stream: what happens in a run, as typed events, for any number of sinks.
+
+The engine emits an item's life (started, each artifact, each judgement, each finished attempt, finished),
+the model layer each model call, the tournament each iteration's steps. A sink is any callable taking an
+event; :meth:`Events.subscribe` adds one. The session's progress line and cost account, the
+``pytest_harness_attempt_finished`` hook and a plugin's own trace are sinks of the same stream, so a new
+consumer (an execution trace, a live viewer, a queue) is one more sink, not another call in the engine.
+
+Sinks run on the thread that emits (a case's worker thread), in the order they subscribed; they must be
+quick and thread-safe. A sink that raises is reported once as a warning and unsubscribed: a broken trace
+must never fail an evaluation. The records are the one exception: the session subscribes its record
+writer as a *required* sink, whose error fails the attempt, since an attempt that could not be recorded
+must not pass.
+
+This module imports nothing of the harness but the usage account; events name the harness's own types
+(a run record, a record location) as ``Any``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.base.usage import Spend, Usage
+
+
+@dataclass(frozen=True)
+class Event:
+    at: float = field(default_factory=time.time, kw_only=True)  # seconds since the epoch
+
+
+@dataclass(frozen=True)
+class ItemStarted(Event):
+    nodeid: str
+    agent: str
+    case_id: str
+    max_attempts: int
+
+
+@dataclass(frozen=True)
+class AttemptStarted(Event):
+    """An attempt begins; it is recorded as ``running`` before any work, so a crash leaves a trace."""
+
+    nodeid: str
+    attempt: int
+    location: Any  # harness.records.RunLocation: where the case's files go
+    rubric_version: str | None
+    details: Any  # harness.records.AttemptDetails: what is known before the attempt runs
+    created_at: str
+
+
+@dataclass(frozen=True)
+class ArtifactProduced(Event):
+    nodeid: str
+    attempt: int
+    role: str  # producer or reviser
+    text: str = field(repr=False)
+    spend: Spend
+    location: Any = field(default=None, repr=False)
+
+    @property
+    def chars(self) -> int:
+        return len(self.text)
+
+
+@dataclass(frozen=True)
+class Judged(Event):
+    nodeid: str
+    attempt: int
+    score: float | None  # None: indeterminate
+    passed: bool | None
+    spend: Spend
+    output: Any = field(default=None, repr=False)  # harness.base.models.EvaluatorOutput
+    location: Any = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class Reviewed(Event):
+    """A review rubric's ReviewResult for an attempt, before it is checked against the rubric's output schema."""
+
+    nodeid: str
+    attempt: int
+    review: dict[str, Any] = field(repr=False)
+    location: Any = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class AttemptFinished(Event):
+    """One attempt is recorded: ``record`` is the run record, ``details`` what the record has no column for."""
+
+    nodeid: str
+    attempt: int
+    outcome: str
+    score: float | None
+    spend: Spend
+    record: Any  # harness.base.models.RunRecord
+    details: Any  # harness.records.AttemptDetails
+    location: Any = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class ItemFinished(Event):
+    nodeid: str
+    outcome: str
+    final_score: float | None
+    attempts: int
+    spend: Spend
+    case_id: str = ""
+    loop_result: dict[str, Any] = field(default_factory=dict, repr=False)  # the LoopResult contract's JSON
+    location: Any = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class ModelCalled(Event):
+    """One answer from a model: a live call (``cached`` False) or a replay from the response cache."""
+
+    model: str
+    usage: Usage
+    cost_usd: float | None
+    cached: bool
+    batched: bool
+    duration_ms: float
+
+
+@dataclass(frozen=True)
+class TournamentStep(Event):
+    """A step of ``harness improve``: ``kind`` is e.g. ``iteration_started``, ``executor_finished``, ``merged``."""
+
+    goal: str
+    iteration: int
+    kind: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+Sink = Callable[[Event], None]
+
+
+class Events:
+    """A stream that sinks subscribe to; thread-safe."""
+
+    def __init__(self) -> None:
+        self._sinks: tuple[Sink, ...] = ()
+        self._required: frozenset[int] = frozenset()
+        self._lock = threading.Lock()
+
+    def subscribe(self, sink: Sink, *, required: bool = False) -> Callable[[], None]:
+        """Add ``sink``; the function returned removes it. A ``required`` sink's errors reach the emitter."""
+        with self._lock:
+            self._sinks = (*self._sinks, sink)
+            if required:
+                self._required |= {id(sink)}
+        return lambda: self.unsubscribe(sink)
+
+    def unsubscribe(self, sink: Sink) -> None:
+        with self._lock:
+            self._sinks = tuple(s for s in self._sinks if s is not sink)
+            self._required -= {id(sink)}
+
+    def __bool__(self) -> bool:
+        return bool(self._sinks)
+
+    def emit(self, event: Event) -> None:
+        for sink in self._sinks:  # a snapshot: subscribing while emitting is safe
+            try:
+                sink(event)
+            except Exception as exc:  # noqa: BLE001 - an optional sink must never fail the run
+                if id(sink) in self._required:
+                    raise
+                self.unsubscribe(sink)
+                warnings.warn(f"harness: the event sink {getattr(sink, '__qualname__', sink)!r} raised "
+                              f"{type(exc).__name__}: {exc}; it receives no more events", stacklevel=2)
+
+

@@ -1,0 +1,326 @@
+"""Typed, frozen models of everything the harness reads and writes.
+
+Loaders (``harness.loading``) turn files into these; nothing below the loader sees a raw dict.
+The record models (``RunRecord``, ``EvaluatorOutput``) follow seed 000 sections 1 and 2 field for field.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
+
+DEFAULT_THRESHOLD = 0.85  # seed 000 section 7: pass_threshold when no file sets one
+# interrupted: the session ended (a kill, a crash) mid-attempt; the next session records it (records.reconcile)
+Outcome = Literal["passed", "failed", "escalated", "indeterminate", "error", "validation_failed", "interrupted"]
+RecordStatus = Literal["running", "passed", "failed", "escalated"]
+Role = Literal["producer", "evaluator", "reviser"]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+
+# --- models (the LLMs) -------------------------------------------------------------------------
+
+DEFAULT_PROVIDER = "anthropic"
+STRUCTURED_OUTPUT = ("tools", "json_schema")
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """How to call one model: ``model`` is ``provider/name`` (``openai/gpt-4.1-mini``, ``mock/echo``), a bare
+    name meaning ``anthropic``. ``max_retries`` is the SDK's own retry budget per request.
+
+    ``base_url`` and ``api_key_env`` (the NAME of the variable holding the key: a key is never written in a
+    file) override the provider's defaults, e.g. a vLLM server. ``structured_output`` is how a JSON answer is
+    asked for: a forced tool call (``tools``), or the server's JSON Schema response format (``json_schema``)
+    for servers without tool calling.
+
+    ``temperature`` is recorded, and sent where the provider accepts it: Anthropic's API version 2026-10-21,
+    which anthropic SDK 2.x sends, rejects ``temperature``/``top_p``/``top_k`` with a 400 on every model.
+    """
+
+    model: str = "claude-sonnet-4-6"
+    temperature: float = 0.0
+    max_tokens: int = 4096
+    timeout_s: float = 120.0
+    max_retries: int = 2
+    base_url: str | None = None
+    api_key_env: str | None = None
+    structured_output: str = "tools"
+
+    @property
+    def provider(self) -> str:
+        """The provider part of ``model`` (``anthropic`` for a bare name)."""
+        return split_model(self.model)[0]
+
+    @property
+    def name(self) -> str:
+        """The model as its provider knows it (``gpt-4.1-mini``)."""
+        return split_model(self.model)[1]
+
+    @property
+    def qualified(self) -> str:
+        """How records and prices name the model: the bare name for Anthropic (as before providers existed),
+        ``provider/name`` for every other provider."""
+        return qualified_model(*split_model(self.model))
+
+
+def split_model(model: str) -> tuple[str, str]:
+    """``("openai", "gpt-4.1-mini")`` from ``openai/gpt-4.1-mini``; a bare name is Anthropic's."""
+    provider, sep, name = model.partition("/")
+    return (provider, name) if sep and provider and name else (DEFAULT_PROVIDER, model)
+
+
+def qualified_model(provider: str, name: str) -> str:
+    return name if provider == DEFAULT_PROVIDER else f"{provider}/{name}"
+
+
+# --- rubrics -----------------------------------------------------------------------------------
+
+
+class Dimension(Frozen):
+    """One scored dimension (seed 000) or criterion (seed 003) of a rubric."""
+
+    id: str
+    weight: float  # normalised: the weights of a rubric sum to 1.0
+    description: str
+    name: str | None = None
+    scoring: dict[float, str] = Field(default_factory=dict)
+    pass_condition: str | None = None
+    fail_condition: str | None = None
+    check: Any = None  # a harness.checks.Check; None means the LLM judge scores this dimension
+    scale: tuple[int, int] | None = None  # the judge answers a whole-number rating in this range
+    choices: dict[str, float] = Field(default_factory=dict)  # the judge answers one of these labels
+    choice_text: dict[str, str] = Field(default_factory=dict)  # what each label means, where the rubric says
+    exhaustive: bool = False  # the judge's score must be one of ``scoring``'s levels
+    min_score: float | None = None  # a gate: below it the evaluation fails, whatever the weighted score
+    steps: tuple[str, ...] = ()  # evaluation steps shown to the judge (G-Eval)
+    transform: Any = None  # a harness.checks.transforms.Transform applied to the artifact before this dimension's check
+
+    @property
+    def judged(self) -> bool:
+        return self.check is None
+
+    @property
+    def binary(self) -> bool:
+        return self.pass_condition is not None
+
+    def score_of(self, answer: dict[str, Any]) -> float:
+        """A judge's answer for this dimension as a score from 0 to 1: a rating on the scale, a label's score,
+        else the score as given (the answer was validated against the dimension's schema)."""
+        if self.scale is not None:
+            low, high = self.scale
+            return (int(answer["rating"]) - low) / (high - low)
+        if self.choices:
+            return self.choices[answer["label"]]
+        return float(answer["score"])
+
+    def raw_answer(self, answer: dict[str, Any]) -> dict[str, Any]:
+        """What the judge answered on the dimension's own scale (``rating`` or ``label``), for the record."""
+        if self.scale is not None:
+            return {"rating": int(answer["rating"])}
+        if self.choices:
+            return {"label": str(answer["label"])}
+        return {}
+
+
+class Examples(Frozen):
+    """The rubric's calibration library (seed 000 section 8)."""
+
+    gold: tuple[Path, ...] = ()
+    anti_patterns: tuple[Path, ...] = ()
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    expected: Any = None  # the examples' reference answer, for checks and judges that use {expected}
+
+
+class ItemsSpec(Frozen):
+    """Where a structured artifact keeps its items (a list path), and for a selector, each item's score."""
+
+    path: tuple[str, ...]  # keys (or list indexes) from the document's root to the list
+    score: str | None = None  # the field of each item that ranks it: margin_required compares the top two
+    label: str | None = None  # the field that names an item in messages (else its position)
+
+
+class Rubric(Frozen):
+    name: str  # the file stem: what --rubric and agents.yaml refer to
+    path: Path
+    title: str
+    version: str
+    description: str | None = None
+    agent: str | None = None
+    updated: str | None = None
+    threshold: float | None  # None only for a binary review rubric (every criterion must pass)
+    scoring_mode: Literal["weighted", "binary"] = "weighted"
+    dimensions: tuple[Dimension, ...]
+    examples: Examples = Examples()
+    items: ItemsSpec | None = None  # None: the artifact is one item
+    rubric_id: str | None = None  # a review rubric's own id (seed 003), looked up with its version
+    output_schema: dict[str, Any] | None = None  # a review rubric's schema for the structured review
+    transform: Any = None  # a harness.checks.transforms.Transform: the artifact as checks and the judge score it
+    variant: str = ""  # the case whose own criteria, checks or slots this copy of the rubric carries
+
+    @property
+    def judged_dimensions(self) -> tuple[Dimension, ...]:
+        return tuple(d for d in self.dimensions if d.judged)
+
+    def effective_threshold(self, fallback: float) -> float:
+        if self.scoring_mode == "binary":
+            return 1.0
+        return self.threshold if self.threshold is not None else fallback
+
+
+# --- agents, suites, cases ---------------------------------------------------------------------
+
+
+class RunnerSpec(Frozen):
+    """How one role of an agent runs: an LLM prompt, a Python callable, a command, or a plugin kind."""
+
+    kind: str
+    target: str  # prompt path, "module:function", or command line
+    options: dict[str, Any] = Field(default_factory=dict)
+    base_dir: Path  # relative paths in the spec resolve here (the agents.yaml folder)
+    file: Path  # the agents.yaml that defines it, and the field, for error messages
+    field: str
+
+
+class PromptFile(Frozen):
+    """A prompt with the required sections of seed 000 section 4."""
+
+    path: Path
+    title: str
+    sections: dict[str, str]
+    text: str
+
+
+class PromptTemplate(Frozen):
+    """A prompt used as written (a published judge prompt, a promptfoo prompt), its ``{slots}`` filled per case.
+
+    ``names`` maps a name the template uses to the slot that fills it (``completion: output``); a name not in
+    it is a slot of its own name (harness/base/slots.py says which slots there are)."""
+
+    path: Path
+    text: str
+    names: dict[str, str] = Field(default_factory=dict)
+
+    def slot_for(self, name: str) -> str:
+        return self.names.get(name, name)
+
+
+class JudgeStyle(Frozen):
+    """How the evaluator's model commits to a verdict: at once in the structured answer (the default); after
+    reasoning in free text (``reasoning: first``, two calls); or in free text, the verdict parsed from it by a
+    pattern (``verdict:``, one call)."""
+
+    reasoning_first: bool = False
+    verdict: re.Pattern[str] | None = None
+
+
+class LoopPolicy(Frozen):
+    """Thresholds and escalation (seed 000 section 7), resolved for one agent."""
+
+    threshold: float | None = None  # the agent's own; None: the rubric's, else the defaults'
+    default_threshold: float | None = None  # defaults.pass_threshold: applies only where neither sets one
+    max_attempts: int = 3
+    escalate_on_fail: bool = True
+    margin_required: float = 0.0  # a selector's top candidate must beat the second by this much
+    borderline_margin: float = 0.0  # a pass closer than this to the threshold goes to a human
+    escalate_conditions: tuple[str, ...] = ()
+    escalation_fails_gate: bool = True
+
+    def threshold_for(self, rubric: Rubric) -> float:
+        """The agent's threshold, else the rubric's, else defaults.pass_threshold, else 0.85."""
+        if rubric.scoring_mode == "binary":
+            return 1.0
+        for value in (self.threshold, rubric.threshold, self.default_threshold):
+            if value is not None:
+                return value
+        return DEFAULT_THRESHOLD
+
+
+class AgentConfig(Frozen):
+    name: str
+    rubric_path: Path
+    producer: RunnerSpec
+    evaluator: RunnerSpec | None = None
+    reviser: RunnerSpec | None = None
+    policy: LoopPolicy
+    judge: ModelSettings
+    # role -> the model of each prompt role: the judge's for the evaluator, `model:` (production) for the others
+    models: dict[str, ModelSettings] = Field(default_factory=dict)
+    prompts: dict[str, PromptFile] = Field(default_factory=dict)  # role -> validated prompt file
+    templates: dict[str, PromptTemplate] = Field(default_factory=dict)  # role -> a prompt used as written
+    judge_style: JudgeStyle = JudgeStyle()
+
+
+class SuiteConfig(Frozen):
+    path: Path
+    agents: dict[str, AgentConfig]
+
+
+class Case(Frozen):
+    id: str
+    agent: str
+    path: Path
+    line: int  # 0-based, for reportinfo
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    flags: tuple[str, ...] = ()
+    today: dt.date | None = None  # pins "now" for date checks; None means UTC today
+    description: str | None = None
+    expected: Any = None  # the reference answer (a dataset's ``expected:`` or the case's own)
+    criteria: tuple[Dimension, ...] = ()  # judged dimensions this case adds to its rubric
+    checks: tuple[Dimension, ...] = ()  # check dimensions this case adds to its rubric
+
+
+# --- records (seed 000 sections 1 and 2) -------------------------------------------------------
+
+
+class DimensionScore(Frozen):
+    score: float | None  # None: indeterminate (nobody could score it)
+    weight: float
+    reason: str
+    rating: int | None = None  # the judge's rating on the dimension's scale (``scale: [1, 10]``), when it has one
+    label: str | None = None  # the judge's label (``choices:``), when it has them
+
+    @model_serializer(mode="wrap")
+    def _without_unused_raw_answer(self, handler: Any) -> dict[str, Any]:
+        """``rating`` and ``label`` appear only on the dimensions that have them: the contract's three fields
+        stay the whole entry everywhere else."""
+        data = handler(self)
+        for key in ("rating", "label"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
+
+
+class EvaluatorOutput(Frozen):
+    """Seed 000 section 2, as written to attempt-{n}.eval.json (camelCase on disk)."""
+
+    overallScore: float | None
+    passed: bool
+    dimensionScores: dict[str, DimensionScore]
+    feedback: str
+    suggestedFixes: list[str]
+    metadata: dict[str, Any] | None = None
+
+
+class RunRecord(Frozen):
+    """Seed 000 section 1, one per attempt, in run-log.json and the agent_runs table."""
+
+    cycle_id: str
+    agent_name: str
+    attempt: int
+    status: RecordStatus
+    overall_score: float | None
+    dimension_scores: dict[str, float | None]
+    feedback: str
+    suggested_fixes: list[str]
+    artifact_path: str
+    created_at: str
+    duration_ms: int | None = None
+    rubric_version: str | None = None

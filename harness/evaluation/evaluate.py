@@ -1,0 +1,408 @@
+"""Evaluation: deterministic checks plus the judge, and an overall score the harness computes itself.
+
+The judge's own ``overallScore`` and ``passed`` are never trusted: the overall score is recomputed
+from the rubric's weights. A dimension nobody could score (no model, the judge said indeterminate)
+has no score; the verdict is then still known when the other dimensions already decide it (their
+bounds), and indeterminate otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.base import jsonschemas
+from harness.base.clock import utc_now
+from harness.base.errors import ModelUnavailable, ValidationFailed
+from harness.base.models import Dimension, DimensionScore, EvaluatorOutput, Rubric
+from harness.base.requests import JudgeRequest, Subject
+from harness.base.usage import Spend
+from harness.checks import CheckContext
+from harness.evaluation.artifact_items import count_items
+from harness.evaluation.runners import Runner, RunnerOutput
+
+SCORE_DECIMALS = 6
+# An answer's text fields are kept in eval.json and in SQLite; a judge that writes more is refused (the
+# model is asked once again, with the error), not stored (docs/design.md, "Limits").
+MAX_ANSWER_TEXT = 20_000
+MAX_ANSWER_FIXES = 50
+
+
+@dataclass(frozen=True)
+class DimensionVerdict:
+    score: float | None
+    weight: float
+    reason: str
+    source: str  # "check", "judge" or "none"
+    fixes: tuple[str, ...] = ()
+    sample_scores: tuple[float, ...] = ()  # each judge sample's score, when there were several
+    answer: dict[str, Any] = field(default_factory=dict)  # the judge's rating or label, on the dimension's own scale
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    rubric: Rubric
+    threshold: float
+    dimensions: dict[str, DimensionVerdict]
+    feedback: str
+    suggested_fixes: list[str]
+    spend: Spend = field(default_factory=Spend)  # the judge's calls, per model
+    indeterminate_reason: str | None = None
+    judge_reported_score: float | None = None
+    samples: list[float] = field(default_factory=list)
+    items_evaluated: int = 1  # the artifact's items (a rubric's ``items:``), else the artifact itself
+    reasoning: str | None = None  # what the judge wrote before its verdict (reasoning first, a parsed verdict)
+
+    @property
+    def model(self) -> str | None:
+        """The judge's model (the one that answered most, should several have)."""
+        return self.spend.model
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """The lowest and highest overall score the unscored dimensions still allow."""
+        known = sum(d.weight * d.score for d in self.dimensions.values() if d.score is not None)
+        unknown = sum(d.weight for d in self.dimensions.values() if d.score is None)
+        return round(known, SCORE_DECIMALS), round(known + unknown, SCORE_DECIMALS)
+
+    @property
+    def overall(self) -> float | None:
+        low, high = self.bounds
+        return low if low == high else None
+
+    @property
+    def failed_gates(self) -> list[str]:
+        """The dimensions scored below their ``min_score``, as ``id score < min``."""
+        return [f"{dim.id} {verdict.score:.2f} < {dim.min_score:g}" for dim in self.rubric.dimensions
+                if dim.min_score is not None and (verdict := self.dimensions[dim.id]).score is not None
+                and verdict.score < dim.min_score - 1e-9]
+
+    @property
+    def passed(self) -> bool | None:
+        """True or False when the verdict is known, None when it is indeterminate. A dimension below its
+        ``min_score`` fails the evaluation whatever the weighted score; one not scored keeps it open."""
+        low, high = self.bounds
+        if high < self.threshold or self.failed_gates:
+            return False
+        gates_open = any(dim.min_score is not None and self.dimensions[dim.id].score is None
+                         for dim in self.rubric.dimensions)
+        if low >= self.threshold and not gates_open:
+            return True
+        return None
+
+    @property
+    def unstable(self) -> bool:
+        """True when the judge's samples disagree on the verdict."""
+        return len({s >= self.threshold for s in self.samples}) > 1
+
+    @property
+    def indeterminate_dimensions(self) -> list[str]:
+        return [name for name, d in self.dimensions.items() if d.score is None and d.source != "skipped"]
+
+    @property
+    def not_judged(self) -> list[str]:
+        """Dimensions the judge was not asked about: the checks had decided the verdict already."""
+        return [name for name, d in self.dimensions.items() if d.source == "skipped"]
+
+    def to_output(self) -> EvaluatorOutput:
+        """The seed's EvaluatorOutput; unknown scores are null and listed in metadata."""
+        low, high = self.bounds
+        metadata: dict[str, Any] = {
+            "rubricVersion": self.rubric.version,
+            "evaluatedAt": utc_now(),
+            "itemsEvaluated": self.items_evaluated,
+            "rubric": self.rubric.name,
+            "threshold": self.threshold,
+            "scoreBounds": [low, high],
+            "indeterminate": self.indeterminate_dimensions,
+            "scoredBy": {name: d.source for name, d in self.dimensions.items()},
+        }
+        if self.not_judged:
+            metadata["notJudged"] = self.not_judged
+        if self.failed_gates:
+            metadata["failedGates"] = self.failed_gates
+        if self.reasoning:
+            metadata["reasoning"] = self.reasoning
+        if self.judge_reported_score is not None:
+            metadata["judgeReportedScore"] = self.judge_reported_score
+        if self.model:
+            metadata["judgeModel"] = self.model
+        if self.samples:
+            metadata["samples"] = self.samples
+            metadata["sampleSpread"] = {"min": min(self.samples), "max": max(self.samples),
+                                        "stdev": round(statistics.pstdev(self.samples), SCORE_DECIMALS)}
+            metadata["unstable"] = self.unstable
+        return EvaluatorOutput(
+            overallScore=self.overall,
+            passed=bool(self.passed),
+            dimensionScores={name: DimensionScore(score=d.score, weight=round(d.weight, SCORE_DECIMALS),
+                                                  reason=d.reason, **d.answer)
+                             for name, d in self.dimensions.items()},
+            feedback=self.feedback,
+            suggestedFixes=self.suggested_fixes,
+            metadata=metadata,
+        )
+
+
+    def to_review(self, evaluation_ms: int, total_ms: int) -> dict[str, Any]:
+        """The review contract's ReviewResult: one entry per criterion, pass/fail/indeterminate.
+
+        A criterion passes at a full score (the judge answers pass/fail criteria with 1 or 0; a check's
+        fraction below 1 is a failure). ``confidence`` is 1.0 for a check; for the judge it is the share of
+        samples that agree on the verdict (1.0 with one sample: ``--harness-judge-samples`` measures it)."""
+        results, issues, unknown = [], [], []
+        for dim in self.rubric.dimensions:
+            verdict = self.dimensions[dim.id]
+            if verdict.score is None:
+                state = "indeterminate"
+                unknown.append(dim.id)
+            else:
+                state = "pass" if verdict.score >= 1.0 - 1e-9 else "fail"
+                if state == "fail":
+                    issues.append(f"{dim.name or dim.id}: {verdict.reason}")
+            votes = [score >= 1.0 - 1e-9 for score in verdict.sample_scores]
+            confidence = 1.0 if not votes else max(votes.count(True), votes.count(False)) / len(votes)
+            results.append({"criterion_id": dim.id, "criterion_name": dim.name or dim.id, "verdict": state,
+                            "reasoning": verdict.reason, "confidence": confidence})
+        return {"pass": bool(self.passed), "issues": issues, "suggested_fixes": list(self.suggested_fixes),
+                "indeterminate": unknown, "criteria_results": results,
+                "timings_ms": {"evaluation": evaluation_ms, "total": total_ms}}
+
+
+def check_review(review: dict[str, Any], rubric: Rubric) -> list[str]:
+    """The review's errors against the rubric's ``output_schema`` (none when it declares none)."""
+    if rubric.output_schema is None:
+        return []
+    return validation_errors(review, rubric.output_schema)
+
+
+def judge_schema(rubric: Rubric, dimension_ids: list[str]) -> dict[str, Any]:
+    """EvaluatorOutput (seed 000 section 2) restricted to the dimensions the judge must score, each answered on
+    its own scale: a score from 0 to 1 (one of the levels when they are exhaustive, 0 or 1 for a pass/fail
+    criterion), a whole-number ``rating`` on a ``scale``, or a ``label`` among the ``choices``.
+
+    Built once per set of dimensions and shared by every evaluation that asks for it: do not modify it.
+    """
+    wanted = set(dimension_ids)
+    return _judge_schema(tuple((d.id, answer_shape(d)) for d in rubric.dimensions if d.id in wanted))
+
+
+def answer_shape(dim: Dimension) -> tuple[Any, ...]:
+    """What the judge answers for ``dim``, as a hashable key of its schema."""
+    if dim.scale is not None:
+        return ("rating", *dim.scale)
+    if dim.choices:
+        return ("label", *dim.choices)
+    if dim.binary:
+        return ("score", 0, 1)
+    if dim.exhaustive:
+        return ("score", *sorted(dim.scoring))
+    return ("score",)
+
+
+@functools.lru_cache(maxsize=256)
+def _judge_schema(shapes: tuple[tuple[str, tuple[Any, ...]], ...]) -> dict[str, Any]:
+    def dimension(shape: tuple[Any, ...]) -> dict[str, Any]:
+        kind, *values = shape
+        if kind == "rating":
+            answer = {"rating": {"type": "integer", "minimum": values[0], "maximum": values[1]}}
+        elif kind == "label":
+            answer = {"label": {"enum": values}}
+        elif values:
+            answer = {"score": {"enum": values}}
+        else:
+            answer = {"score": {"type": "number", "minimum": 0, "maximum": 1}}
+        required = [kind, "weight", "reason"] if kind == "score" else [kind, "reason"]
+        return {
+            "type": "object",
+            "required": required,
+            "properties": {
+                **answer,
+                "weight": {"type": "number", "minimum": 0, "maximum": 1},
+                "reason": {"type": "string", "minLength": 1, "maxLength": MAX_ANSWER_TEXT},
+                "indeterminate": {"type": "boolean"},
+            },
+        }
+
+    dimension_ids = [dim_id for dim_id, _ in shapes]
+    return {
+        "type": "object",
+        "required": ["overallScore", "passed", "dimensionScores", "feedback", "suggestedFixes"],
+        "properties": {
+            "overallScore": {"type": "number", "minimum": 0, "maximum": 1},
+            "passed": {"type": "boolean"},
+            "dimensionScores": {"type": "object", "required": dimension_ids,
+                                "properties": {dim_id: dimension(shape) for dim_id, shape in shapes},
+                                "additionalProperties": False},
+            "feedback": {"type": "string", "maxLength": MAX_ANSWER_TEXT},
+            "suggestedFixes": {"type": "array", "maxItems": MAX_ANSWER_FIXES,
+                               "items": {"type": "string", "maxLength": MAX_ANSWER_TEXT}},
+            "metadata": {"type": "object"},
+        },
+    }
+
+
+def validation_errors(data: Any, schema: dict[str, Any]) -> list[str]:
+    """Every way ``data`` breaks ``schema``, one readable line each (the one JSON Schema helper's words)."""
+    return jsonschemas.errors(data, schema)
+
+
+def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckContext,
+             judge: Runner | None, about: Subject, samples: int = 1,
+             revision_follows: bool = True) -> Evaluation:
+    """Score every dimension: checks first, then the judge for the rest (``samples`` times, concurrently).
+
+    ``about`` names the agent, case, attempt and inputs the artifact answers. The judge is not called when
+    the checks alone decide the verdict and nothing would read its feedback: a pass (nothing is revised),
+    or a fail when no revision follows (``revision_follows`` False: the last attempt, a calibration example)."""
+    if rubric.transform is not None:  # the artifact as the rubric scores it; the record keeps it as produced
+        artifact = rubric.transform.apply(artifact)
+    verdicts: dict[str, DimensionVerdict] = {}
+    for dim in rubric.dimensions:
+        if dim.check is not None:
+            seen = dim.transform.apply(artifact) if dim.transform is not None else artifact
+            result = dim.check.run(seen, context)
+            verdicts[dim.id] = DimensionVerdict(result.score, dim.weight, result.reason, "check", tuple(result.fixes))
+    judged = [d.id for d in rubric.judged_dimensions]
+    decided = _decided_by_checks(verdicts, rubric, threshold)
+    if judged and (decided == "pass" or (decided == "fail" and not revision_follows)):
+        why = (f"not judged: the checks already decide the verdict ({decided})"
+               + ("" if decided == "pass" else " and no revision follows"))
+        for dim in rubric.judged_dimensions:
+            verdicts[dim.id] = DimensionVerdict(None, dim.weight, why, "skipped")
+        judged = []
+    feedback_parts: list[str] = []
+    judge_fixes: list[str] = []
+    spend, why_unknown, reported, reasoning = Spend(), None, None, None
+    sample_overalls: list[float] = []
+    if judged:
+        try:
+            answers = _sample_judge(judge, _judge_request(about, rubric, judged, artifact), samples)
+        except ModelUnavailable as exc:
+            why_unknown = f"not scored (indeterminate): {exc}"
+            answers = []
+        if not answers:
+            for dim in rubric.judged_dimensions:
+                verdicts[dim.id] = DimensionVerdict(None, dim.weight, why_unknown or "not scored", "none")
+        else:
+            for answer in answers:
+                spend.merge(answer.spend)
+            first = answers[0].data or {}
+            reported = first.get("overallScore")
+            reasoning = str((first.get("metadata") or {}).get("reasoning") or "")[:MAX_ANSWER_TEXT] or None
+            feedback_parts.append(str(first.get("feedback", "")).strip())
+            judge_fixes = [str(f) for a in answers for f in (a.data or {}).get("suggestedFixes", [])]
+            for dim in rubric.judged_dimensions:
+                verdicts[dim.id] = _combine_samples(dim, [a.data or {} for a in answers])
+            if len(answers) > 1:
+                checked = sum(v.weight * v.score for v in verdicts.values() if v.source == "check")
+                for data in answers:
+                    given = data.data["dimensionScores"]
+                    if all(not given[d.id].get("indeterminate") for d in rubric.judged_dimensions):
+                        sample_overalls.append(round(checked + sum(
+                            d.weight * d.score_of(given[d.id]) for d in rubric.judged_dimensions),
+                            SCORE_DECIMALS))
+            if any(v.score is None for v in verdicts.values()) and why_unknown is None:
+                why_unknown = "not scored (indeterminate): the judge could not score " + ", ".join(
+                    k for k, v in verdicts.items() if v.score is None)
+    ordered = {d.id: verdicts[d.id] for d in rubric.dimensions}
+    fixes = _unique([f for v in ordered.values() for f in v.fixes] + judge_fixes)
+    evaluation = Evaluation(rubric=rubric, threshold=threshold, dimensions=ordered, feedback="",
+                            suggested_fixes=fixes, spend=spend, indeterminate_reason=why_unknown,
+                            judge_reported_score=reported, samples=sample_overalls, reasoning=reasoning,
+                            items_evaluated=count_items(artifact, rubric.items))
+    summary = _summary(evaluation)
+    feedback = " ".join(p for p in [summary, *feedback_parts] if p)
+    return Evaluation(**{**evaluation.__dict__, "feedback": feedback})
+
+
+def _decided_by_checks(verdicts: dict[str, DimensionVerdict], rubric: Rubric, threshold: float) -> str | None:
+    """"pass" when even a judge's zeros keep the score at the threshold (and no judged dimension has a gate),
+    "fail" when even its ones leave it below or a check failed its gate, None when the judge decides."""
+    checked = sum(v.weight * v.score for v in verdicts.values() if v.score is not None)
+    open_dims = [d for d in rubric.dimensions if d.id not in verdicts or verdicts[d.id].score is None]
+    open_weight = sum(d.weight for d in open_dims)
+    if any(d.min_score is not None and (v := verdicts.get(d.id)) is not None and v.score is not None
+           and v.score < d.min_score - 1e-9 for d in rubric.dimensions):
+        return "fail"  # a check below its min_score: no judge's answer can pass it
+    if round(checked, SCORE_DECIMALS) >= threshold and not any(d.min_score is not None for d in open_dims):
+        return "pass"
+    if round(checked + open_weight, SCORE_DECIMALS) < threshold:
+        return "fail"
+    return None
+
+
+def _combine_samples(dim: Dimension, answers: list[dict[str, Any]]) -> DimensionVerdict:
+    """The mean of the samples that scored the dimension; indeterminate when none did."""
+    given = [a["dimensionScores"][dim.id] for a in answers]
+    scored = [g for g in given if not g.get("indeterminate")]
+    if not scored:
+        return DimensionVerdict(None, dim.weight, str(given[0]["reason"]), "none")
+    scores = [dim.score_of(g) for g in scored]
+    mean = sum(scores) / len(scores)
+    reason = str(scored[0]["reason"])
+    if len(given) > 1:
+        reason = f"{reason} [samples: {', '.join(f'{x:.2f}' for x in scores)}]"
+    return DimensionVerdict(round(mean, SCORE_DECIMALS), dim.weight, reason, "judge",
+                            sample_scores=tuple(scores) if len(given) > 1 else (),
+                            answer=dim.raw_answer(scored[0]) if len(scored) == 1 else {})
+
+
+def _judge_request(about: Subject, rubric: Rubric, judged: list[str], artifact: str) -> JudgeRequest:
+    return JudgeRequest(agent=about.agent, case=about.case, attempt=about.attempt, inputs=about.inputs,
+                        expected=about.expected, artifact=artifact, rubric=rubric, dimensions=tuple(judged),
+                        schema=judge_schema(rubric, judged))
+
+
+def _sample_judge(judge: Runner | None, request: JudgeRequest, samples: int) -> list[RunnerOutput]:
+    if samples <= 1:
+        return [_ask_judge(judge, request)]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=samples, thread_name_prefix="harness-judge") as pool:
+        futures = [pool.submit(_ask_judge, judge, dataclasses.replace(request, sample=index))
+                   for index in range(samples)]
+        return [f.result() for f in futures]
+
+
+def _ask_judge(judge: Runner | None, request: JudgeRequest) -> RunnerOutput:
+    """Ask the judge, whatever its kind, and check its answer against the request's schema (an LLM judge's
+    answer was checked as it came; checking again costs microseconds and keeps one path for every kind)."""
+    if judge is None:
+        raise ModelUnavailable("no evaluator is configured for the judged dimensions " + ", ".join(request.dimensions))
+    answer = judge.run(request)
+    errors = validation_errors(answer.data, request.schema)
+    if errors:
+        raise ValidationFailed(f"validation_failed: the evaluator's answer does not match EvaluatorOutput: "
+                               f"{'; '.join(errors[:3])} (fix: make the evaluator return overallScore, passed, "
+                               "feedback, suggestedFixes and dimensionScores with a score from 0 to 1 and a reason "
+                               f"for each of {', '.join(request.dimensions)})", errors, json.dumps(answer.data)[:2000],
+                               spend=answer.spend)
+    return answer
+
+
+def _summary(evaluation: Evaluation) -> str:
+    low, high = evaluation.bounds
+    verdict = evaluation.passed
+    if verdict is None:
+        return (f"{evaluation.indeterminate_reason}. Scored dimensions give {low:.2f}..{high:.2f} "
+                f"against threshold {evaluation.threshold:.2f}.")
+    weakest = sorted(((d.score, name) for name, d in evaluation.dimensions.items() if d.score is not None))[:2]
+    weak = ", ".join(f"{name} {score:.2f}" for score, name in weakest if score < 1.0)
+    score = f"{low:.2f}" if low == high else f"{low:.2f}..{high:.2f}"
+    word = "meets" if verdict else "below"
+    text = f"Overall {score} {word} threshold {evaluation.threshold:.2f}."
+    if evaluation.failed_gates:
+        text += f" Below min_score: {', '.join(evaluation.failed_gates)}."
+    elif not verdict and weak:
+        text += f" Weakest: {weak}."
+    return text
+
+
+def _unique(items: list[str]) -> list[str]:
+    seen: set[str] = set()
+    return [i for i in items if not (i in seen or seen.add(i))]

@@ -1,0 +1,197 @@
+"""The LLM judge: the rubric, its examples and the artifact to a model, its forced tool call back as the
+evaluator output, validated against the schema of the judged dimensions with one retry that shows the model its
+errors; or, with ``reasoning: first`` or a ``verdict:`` pattern, free text first and the verdict after."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from harness.base import slots
+from harness.base.errors import ValidationFailed
+from harness.base.fields import one_line
+from harness.base.models import JudgeStyle, PromptFile, PromptTemplate, Rubric
+from harness.base.requests import JudgeRequest, render_template, rubric_as_text
+from harness.base.usage import Spend
+from harness.evaluation.evaluate import SCORE_DECIMALS, answer_shape, validation_errors
+from harness.evaluation.runners import RunnerOutput
+from harness.llm import Message, ModelClient
+
+REASON_FIRST = ("Before you give any score, reason step by step in plain text about each dimension. "
+                "Do not give the scores yet.")
+VERDICT_NOW = "Now submit your evaluation with the submit_evaluation tool, consistent with your reasoning above."
+
+
+class LlmJudge:
+    """The evaluator prompt as an LLM judge: structured output validated against EvaluatorOutput.
+
+    With a ``template`` the judge's message is the template as written, its slots filled (a published judge
+    prompt); without one, the evaluator prompt, the rubric and the examples are a cached system prefix and the
+    message carries the inputs, the reference answer and the artifact. ``style`` says how the model commits:
+    at once, after reasoning in free text, or in free text that a pattern reads the verdict from."""
+
+    def __init__(self, prompt: PromptFile | None, client: ModelClient, *, template: PromptTemplate | None = None,
+                 style: JudgeStyle = JudgeStyle()):
+        self.prompt = prompt
+        self.client = client
+        self.template = template
+        self.style = style
+        self._prefixes: dict[tuple[str, str, tuple[str, ...]], str] = {}
+        self._examples: dict[tuple[str, str], list[str]] = {}
+
+    def stable_prefix(self, rubric: Rubric, dimension_ids: list[str]) -> str:
+        """Everything that is the same for every artifact: sent as a cached prompt prefix.
+
+        Built once per rubric (the examples are read from disk once, not on every evaluation). A case's own copy
+        of the rubric (its criteria, its filled text) is built for each call and not kept: a dataset with a
+        criterion per row would otherwise keep a prefix per row.
+        """
+        if rubric.variant:
+            return self._build_prefix(rubric, dimension_ids)
+        key = (str(rubric.path), rubric.version, tuple(dimension_ids))
+        prefix = self._prefixes.get(key)
+        if prefix is None:
+            prefix = self._prefixes[key] = self._build_prefix(rubric, dimension_ids)
+        return prefix
+
+    def _examples_text(self, rubric: Rubric) -> list[str]:
+        key = (str(rubric.path), rubric.version)
+        texts = self._examples.get(key)
+        if texts is None:
+            texts = self._examples[key] = [
+                f"# {title}: {p.name}\n{p.read_text(encoding='utf-8')}"
+                for title, paths in (("Gold example (scores at or above the threshold)", rubric.examples.gold),
+                                     ("Anti-pattern (scores below the threshold)", rubric.examples.anti_patterns))
+                for p in paths]
+        return texts
+
+    def _build_prefix(self, rubric: Rubric, dimension_ids: list[str]) -> str:
+        assert self.prompt is not None
+        parts = [self.prompt.text, rubric_as_text(rubric, dimension_ids), *self._examples_text(rubric)]
+        if self.style.verdict is not None:
+            parts.append("Reason step by step, then give your verdict exactly in the form the evaluator prompt "
+                         "asks for.")
+        elif all(answer_shape(d) == ("score",) for d in rubric.dimensions if d.id in dimension_ids):
+            parts.append("Score only the dimensions listed in the rubric above, each between 0 and 1, with a "
+                         "reason. If you cannot judge a dimension from the artifact, set indeterminate: true.")
+        else:
+            parts.append("Score only the dimensions listed in the rubric above, each as its levels say (a score, "
+                         "a rating or a label), with a reason. If you cannot judge a dimension from the artifact, "
+                         "set indeterminate: true.")
+        return "\n\n".join(parts)
+
+    def _message(self, request: JudgeRequest) -> tuple[str, str | None]:
+        """The user message and the cached system prefix (none for a template: it is the whole prompt)."""
+        if self.template is not None:
+            return render_template(self.template, request), None
+        reference = ("" if request.expected is None else
+                     f"\n\n## Reference answer (what a correct answer says)\n{slots.as_text(request.expected)}")
+        message = (f"Evaluate this artifact.\n\n## Inputs\n```json\n{json.dumps(request.inputs, default=str)}\n```"
+                   f"{reference}\n\n## Artifact\n{request.artifact}")
+        return message, self.stable_prefix(request.rubric, list(request.dimensions))
+
+    def run(self, request: JudgeRequest) -> RunnerOutput:
+        message, prefix = self._message(request)
+        extra = {"cache_extra": {"sample": request.sample}} if request.sample is not None else {}
+        if self.style.verdict is not None:
+            return self._read_verdict(request, message, prefix, extra)
+        spend = Spend()
+        history: tuple[Message, ...] = ()
+        reasoning = None
+        if self.style.reasoning_first:
+            asked = message if self.template is not None else f"{message}\n\n{REASON_FIRST}"
+            reply = self.client.complete(system="", messages=[Message.user(asked)], cached_system_prefix=prefix,
+                                         **extra)
+            spend.merge(reply.spend)
+            reasoning = reply.text
+            history = (Message.user(asked), Message.assistant(reasoning or "(no reasoning)"))
+            message = VERDICT_NOW
+        result = self.client.generate_json(system="", prompt=message, schema=request.schema,
+                                           tool_name="submit_evaluation", cached_system_prefix=prefix,
+                                           history=history, **extra)
+        spend.merge(result.spend)
+        if not result.success:
+            errors = result.validation_errors
+            raise ValidationFailed(
+                f"validation_failed: the judge's answer did not match EvaluatorOutput after {result.attempts} "
+                f"attempts: {'; '.join(errors[:3])} (fix: check that the evaluator prompt asks for the listed "
+                "dimensions, each answered as its levels say with a reason; raise judge.max_tokens if answers are "
+                "cut off)", errors, result.raw_response, spend=spend)
+        data = result.data or {}
+        if reasoning:
+            data = {**data, "metadata": {**(data.get("metadata") or {}), "reasoning": reasoning}}
+        return RunnerOutput(data=data, spend=spend)
+
+    def _read_verdict(self, request: JudgeRequest, message: str, prefix: str | None,
+                      extra: dict[str, Any]) -> RunnerOutput:
+        """Free text, the verdict read from it by the pattern; an answer without a readable verdict on the
+        dimension's levels is asked for once more, showing the model what was wrong."""
+        pattern = self.style.verdict
+        assert pattern is not None
+        messages = [Message.user(message)]
+        spend = Spend()
+        problem = ""
+        for _ in (1, 2):
+            reply = self.client.complete(system="", messages=messages, cached_system_prefix=prefix, **extra)
+            spend.merge(reply.spend)
+            data, problem = verdict_from_text(reply.text, pattern, request)
+            if data is not None:
+                return RunnerOutput(data=data, spend=spend)
+            messages += [Message.assistant(reply.text or "(no answer)"),
+                         Message.user(f"{problem}. Answer again: reason, then give the verdict exactly in the form "
+                                      "the instructions ask for.")]
+        raise ValidationFailed(f"validation_failed: the judge's verdict could not be read after 2 attempts: {problem} "
+                               f"(fix: make the judge prompt ask for a verdict that the pattern /{pattern.pattern}/ "
+                               "matches, on the dimension's levels)", [problem], messages[-2].text[:2000],
+                               spend=spend)
+
+
+def verdict_from_text(text: str, pattern: re.Pattern[str], request: JudgeRequest
+                      ) -> tuple[dict[str, Any] | None, str]:
+    """The EvaluatorOutput a free-text answer gives: for each judged dimension, the last match of its group
+    (a named group per dimension, or the one group for the one dimension), on the dimension's scale. None and
+    what is wrong when it gives none."""
+    dims = [d for d in request.rubric.dimensions if d.id in request.dimensions]
+    matches = list(pattern.finditer(text or ""))
+    if not matches:
+        return None, f"the answer has no verdict matching /{pattern.pattern}/"
+    found: dict[str, str] = {}
+    for match in matches:
+        groups = match.groupdict() if pattern.groupindex else {dims[0].id: match.group(1)}
+        for name, value in groups.items():
+            if value is not None:
+                found[name] = value.strip()
+    answers: dict[str, Any] = {}
+    for dim in dims:
+        if dim.id not in found:
+            return None, f"the answer gives no verdict for {dim.id} (the pattern's group {dim.id!r})"
+        value = found[dim.id]
+        # the reason: what the model wrote before its first verdict (a chain of thought may repeat the verdict)
+        reason = one_line(text[:matches[0].start()].strip(), 300) or f"verdict {value}"
+        answer: dict[str, Any] = {"reason": reason, "weight": dim.weight}
+        if dim.scale is not None:
+            if not re.fullmatch(r"[+-]?\d+", value) or not dim.scale[0] <= int(value) <= dim.scale[1]:
+                return None, f"{value!r} is not a whole-number rating from {dim.scale[0]} to {dim.scale[1]}"
+            answer["rating"] = int(value)
+        elif dim.choices:
+            if value not in dim.choices:
+                return None, f"{value!r} is not one of {', '.join(dim.choices)}"
+            answer["label"] = value
+        else:
+            try:
+                answer["score"] = float(value)
+            except ValueError:
+                return None, f"{value!r} is not a score from 0 to 1"
+        answers[dim.id] = answer
+    data = {"overallScore": 0.0, "passed": False, "dimensionScores": answers, "feedback": "", "suggestedFixes": [],
+            "metadata": {"reasoning": text}}
+    errors = validation_errors(data, request.schema)
+    if errors:
+        return None, f"the verdict is not on the dimension's levels: {errors[0]}"
+    total = sum(dim.weight for dim in dims) or 1.0
+    data["overallScore"] = round(sum(dim.weight * dim.score_of(answers[dim.id]) for dim in dims) / total,
+                                 SCORE_DECIMALS)
+    return data, ""
+
+

@@ -1,0 +1,257 @@
+"""The built-in kinds of producer, reviser and evaluator: ``prompt``, ``python`` and ``command``.
+
+Every runner takes one typed request (:mod:`harness.base.requests`) and returns a ``RunnerOutput``. A ``command``
+runner reads the request's JSON on stdin and a ``python`` runner's function receives it as a dict, so the
+three kinds see the same thing.
+
+A producer or reviser answers with the artifact text, or a JSON object
+``{"artifact": "...", "flags": ["exec_level_partner"]}`` where flags can trigger escalation.
+An evaluator answers with EvaluatorOutput JSON (seed 000 section 2), which the judges validate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shlex
+import sys
+import sysconfig
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from harness.base.errors import AgentRunError, ExitCode
+from harness.base.models import AgentConfig, PromptTemplate, RunnerSpec
+from harness.base.redaction import child_environment
+from harness.base.requests import AgentRequest, JudgeRequest, render_template
+from harness.base.usage import Spend
+from harness.checks import import_callable
+from harness.llm import Message, ModelClient
+from harness.sandbox import Confinement, Finished, Limits, Sandbox, sandbox, unconfined
+
+DEFAULT_COMMAND_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class RunnerOutput:
+    text: str = ""
+    flags: tuple[str, ...] = ()
+    data: dict[str, Any] | None = None  # an evaluator's EvaluatorOutput
+    # the model calls behind this output, per model (answers the response cache replayed count no tokens, $0)
+    spend: Spend = field(default_factory=Spend)
+    commands: tuple[CommandRun, ...] = ()  # the commands run to make it
+
+
+Request = AgentRequest | JudgeRequest
+
+
+class Runner(Protocol):
+    def run(self, request: Request) -> RunnerOutput: ...
+
+
+def output_from_answer(answer: Any, role: str, source: str) -> RunnerOutput:
+    """Normalise what a callable or command returned into a RunnerOutput."""
+    if role == "evaluator":
+        if not isinstance(answer, dict):
+            raise AgentRunError(f"{source}: evaluator returned {type(answer).__name__}, expected EvaluatorOutput JSON",
+                                ExitCode.VALIDATION_FAILED)
+        return RunnerOutput(data=answer)
+    if isinstance(answer, str):
+        return RunnerOutput(text=answer)
+    if isinstance(answer, dict) and isinstance(answer.get("artifact"), str):
+        flags = answer.get("flags") or []
+        if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+            raise AgentRunError(f"{source}: 'flags' must be a list of text")
+        return RunnerOutput(text=answer["artifact"], flags=tuple(flags))
+    raise AgentRunError(f"{source}: {role} returned {type(answer).__name__}; expected the artifact text "
+                        "or {\"artifact\": text, \"flags\": [...]}")
+
+
+# --- python ------------------------------------------------------------------------------------
+
+class PythonRunner:
+    def __init__(self, spec: RunnerSpec, role: str, import_root: Path):
+        self.role = role
+        self.source = spec.target
+        self.import_root = import_root
+        self.function = import_callable(spec.target, path=spec.file, field=spec.field, import_root=import_root)
+        self.options = spec.options
+
+    def run(self, request: Request) -> RunnerOutput:
+        try:
+            answer = self.function(request.wire(), **self.options)
+        except Exception as exc:  # the user's code: one line, then the user's own frames (not ours, not libraries')
+            frames = user_frames(exc, self.import_root)
+            raise AgentRunError(f"{self.role} {self.source} raised {type(exc).__name__}: {exc}"
+                                + (f"\n{frames}" if frames else "")) from exc
+        return output_from_answer(answer, self.role, self.source)
+
+
+_NOT_USER_CODE = tuple({str(Path(p).resolve()) for key, p in sysconfig.get_paths().items()
+                        if key in ("stdlib", "platstdlib", "purelib", "platlib")} | {str(Path(__file__).parent)})
+
+
+def user_frames(exc: BaseException, root: Path, limit: int = 8) -> str:
+    """The traceback's frames in the user's code, pytest-style (``file:line in function`` and the line),
+    the innermost ``limit`` of them; files under the project root are named relative to it."""
+    shown = []
+    for frame in traceback.extract_tb(exc.__traceback__):
+        path = str(Path(frame.filename).resolve())
+        if path.startswith(_NOT_USER_CODE) or frame.filename.startswith("<"):
+            continue
+        name = os.path.relpath(path, root) if path.startswith(str(root.resolve()) + os.sep) else path
+        shown.append(f"  {name}:{frame.lineno} in {frame.name}" + (f"\n      {frame.line}" if frame.line else ""))
+    return "\n".join(shown[-limit:])
+
+
+# --- command -----------------------------------------------------------------------------------
+
+# What a command may print: an artifact larger than this is cut, and a cut artifact is an error, never scored.
+COMMAND_OUTPUT_KB = 8192
+
+
+@dataclass(frozen=True)
+class CommandRun:
+    """What the records keep of one command run (``attempt_details.commands``)."""
+
+    role: str
+    confined: bool
+    network: bool
+    exit_code: int | None
+    seconds: float
+    limits_hit: tuple[str, ...] = ()
+    leftovers: int = 0  # processes still running when it ended, stopped
+
+    def wire(self) -> dict[str, Any]:
+        return {"role": self.role, "confined": self.confined, "network": self.network, "exit_code": self.exit_code,
+                "seconds": round(self.seconds, 3), "limits_hit": list(self.limits_hit), "leftovers": self.leftovers}
+
+
+class CommandRunner:
+    """A shell command: the request as JSON on stdin, the artifact (or JSON) on stdout.
+
+    It runs in the sandbox (:mod:`harness.sandbox`): the project read-only (the work folder out of sight), its
+    ``read`` and ``write`` folders, a private ``/tmp`` and ``$HOME``, no network unless ``network: true``, the
+    allowlisted environment plus its ``env`` names, its time and memory bounds; nothing it starts outlives it.
+    Where no sandbox can be made it is refused, unless the project's ini ``harness_unconfined`` names it.
+    """
+
+    def __init__(self, spec: RunnerSpec, role: str, agent: str, project: Path, work_dir: Path,
+                 unconfined_names: tuple[str, ...] = ()):
+        self.role = role
+        self.name = f"{agent}.{role}"
+        self.command = _own_python(spec.target)
+        self.project = project
+        self.work_dir = work_dir
+        options = spec.options
+        self.timeout_s = float(options.get("timeout_s", DEFAULT_COMMAND_TIMEOUT_S))
+        self.env_names = tuple(options.get("env", ()))
+        self.network = bool(options.get("network", False))
+        # like the command itself, which runs in the project root
+        self.read = tuple((project / os.path.expanduser(p)).resolve() for p in options.get("read", ()))
+        self.write = tuple((project / os.path.expanduser(p)).resolve() for p in options.get("write", ()))
+        self.memory_mb = int(options.get("memory_mb", Limits.memory_mb))
+        self.unconfined = self.name in unconfined_names or agent in unconfined_names
+
+    def engine(self) -> Sandbox:
+        if self.unconfined:
+            return unconfined(f"ini harness_unconfined names {self.name}")
+        return sandbox()
+
+    def run(self, request: Request) -> RunnerOutput:
+        box = self.engine()
+        if not box.available and not self.unconfined:
+            raise AgentRunError(f"{self.role} command refused: no sandbox can be made here ({box.reason}); commands "
+                                f"run confined or not at all (fix: install bubblewrap, or list {self.name} in ini "
+                                "harness_unconfined to run it without the sandbox)", ExitCode.NO_PERMISSION)
+        # the allowlist plus what the runner's env: declares, read now: never the API keys of the session
+        confinement = Confinement(workdir=self.project, workdir_writable=False, env=child_environment(self.env_names),
+                                  hidden=(self.work_dir,), read_only=self.read, writable=self.write,
+                                  network=self.network)
+        limits = Limits(timeout_s=self.timeout_s, memory_mb=self.memory_mb, output_kb=COMMAND_OUTPUT_KB)
+        done = box.run(["/bin/sh", "-c", self.command], confinement, limits, stdin=json.dumps(request.wire()))
+        record = CommandRun(self.role, box.available, self.network and box.available, done.exit_code,
+                            done.wall_ms / 1000.0, done.limits_hit, done.leftovers)
+        try:
+            return self._answer(done, limits, record)
+        except AgentRunError as exc:
+            exc.commands = (record,)
+            raise
+
+    def _answer(self, done: Finished, limits: Limits, record: CommandRun) -> RunnerOutput:
+        if done.timed_out:
+            raise AgentRunError(f"{self.role} command timed out after {self.timeout_s:g}s: {self.command}",
+                                ExitCode.TIMEOUT)
+        problem = done.limit_problem(limits)
+        if problem:
+            raise AgentRunError(f"{self.role} command stopped: it {problem}: {self.command}",
+                                ExitCode.GENERAL_FAILURE)
+        if done.exit_code != 0:
+            tail = (done.stderr.strip().splitlines() or ["(no stderr)"])[-1]
+            code = ExitCode(done.exit_code) if done.exit_code in (126, 127) else ExitCode.GENERAL_FAILURE
+            raise AgentRunError(f"{self.role} command exited {done.exit_code}: {self.command}: {tail}", code)
+        out = done.stdout
+        stripped = out.strip()
+        if stripped.startswith("{"):
+            try:
+                answer = output_from_answer(json.loads(stripped), self.role, self.command)
+                return dataclasses.replace(answer, commands=(record,))
+            except json.JSONDecodeError:
+                pass
+        if self.role == "evaluator":
+            raise AgentRunError(f"evaluator command printed no JSON: {self.command}", ExitCode.VALIDATION_FAILED)
+        return RunnerOutput(text=out, commands=(record,))
+
+
+def _own_python(command: str) -> str:
+    """A command starting with ``python`` or ``python3`` runs on the interpreter running pytest.
+
+    That is the virtual environment the project was installed in, and it exists even where the
+    machine has only ``python3`` (or neither on PATH).
+    """
+    first, _, rest = command.partition(" ")
+    if first in ("python", "python3"):
+        return f"{shlex.quote(sys.executable)} {rest}".rstrip()
+    return command
+
+
+# --- prompt ------------------------------------------------------------------------------------
+
+
+class PromptRunner:
+    """An LLM producer or reviser: the prompt file is the system prompt, the request the message."""
+
+    def __init__(self, agent: AgentConfig, role: str, client: ModelClient):
+        self.prompt = agent.prompts[role]
+        self.role = role
+        self.client = client
+
+    def run(self, request: AgentRequest) -> RunnerOutput:
+        if request.role == "producer":
+            ask = "Produce the artifact for these inputs. Answer with the artifact only."
+            body: dict[str, Any] = {"inputs": request.inputs}
+        else:
+            ask = ("Revise the artifact so that it meets the rubric. Apply every suggested fix. "
+                   "Answer with the revised artifact only.")
+            body = {"inputs": request.inputs, "artifact": request.artifact, "evaluation": request.evaluation,
+                    "suggested_fixes": list(request.suggested_fixes)}
+        message = f"{ask}\n\n```json\n{json.dumps(body, indent=2, default=str)}\n```"
+        # batch=False: --harness-batch sends the judges' requests as batches; producers and revisers
+        # answer directly, since the loop cannot go on without them.
+        reply = self.client.complete(system=self.prompt.text, messages=[Message.user(message)], batch=False)
+        return RunnerOutput(text=reply.text, spend=reply.spend)
+
+
+class TemplateRunner:
+    """An LLM producer or reviser whose prompt is a template used as written: the filled template is the whole
+    message (promptfoo's prompts, a published task prompt), and the answer is the artifact."""
+
+    def __init__(self, template: PromptTemplate, client: ModelClient):
+        self.template = template
+        self.client = client
+
+    def run(self, request: AgentRequest) -> RunnerOutput:
+        reply = self.client.complete(messages=[Message.user(render_template(self.template, request))], batch=False)
+        return RunnerOutput(text=reply.text, spend=reply.spend)

@@ -1,0 +1,354 @@
+"""pytest hook implementations: options, collection, the --rubric filter and the summary.
+
+This module is imported in every pytest session (pytest11 entry point), so it stays light, and it is
+inert unless the project opted in (ini ``harness = true``, harness/face/activation.py): no collection, no
+options in effect, no output, no files. The heavy modules are imported only once a file of ours is
+collected; an enabled session that collects none of our files prints nothing and writes nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from harness.face.activation import enabled, forgotten_hint, note_forgotten, refuse_options_when_off
+from harness.face.options import add_options, read_settings, rubrics_dir
+
+if TYPE_CHECKING:
+    from harness.face.session import HarnessSession
+
+RUBRIC_SUFFIXES = (".yaml", ".yml", ".json")  # JSON: the review rubrics of a prompt registry
+CASE_SUFFIXES = (".cases.yaml", ".cases.yml")
+ACTIVE = pytest.StashKey[bool]()
+SESSION_TOKEN = pytest.StashKey[str]()
+SETTINGS = pytest.StashKey[dict]()
+CUT_SHORT_BY_COST_CAP = pytest.StashKey[bool]()  # the exit status became 82 (pytest_sessionfinish)
+PROPERTIES_REDACTED = pytest.StashKey[int]()  # how many of the item's user_properties are redacted already
+PROVIDERS_ADDED = pytest.StashKey[list]()  # the providers this session's plugins registered
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from harness.face import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+# Feature plugins, each with its own options and hooks; imported here so their options exist before
+# the command line is parsed. They import their heavy modules lazily.
+FEATURE_PLUGINS = ("harness.apps.tracking.pytest_plugin", "harness.apps.tournament.pytest_plugin")
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    for name in FEATURE_PLUGINS:
+        pluginmanager.import_plugin(name)
+    add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not enabled(config):
+        refuse_options_when_off(config)
+        return
+    config.addinivalue_line("markers", "harness_case: an agent case run by pytest-rubric")
+    config.stash[SETTINGS] = read_settings(config)  # a bad option or ini value is a usage error here
+    _register_providers(config)
+    rubric = config.getoption("harness_rubric")
+    if rubric is not None:
+        known = known_rubrics(rubrics_dir(config))
+        if rubric not in known:
+            listing = ", ".join(known) if known else f"none: {rubrics_dir(config)} has no rubric files"
+            raise pytest.UsageError(f"--rubric {rubric}: no such rubric (known: {listing})")
+
+
+def known_rubrics(folder: Path) -> list[str]:
+    """The names --rubric accepts: file names, and the ``rubric_id`` of review rubrics."""
+    from harness.loading import rubric_files, rubric_identity
+
+    files = rubric_files(folder)
+    return sorted({p.stem for p in files} | {rid for p in files for rid, _ in [rubric_identity(p)] if rid})
+
+
+def _activate(config: pytest.Config) -> HarnessSession:
+    """Set up the harness the first time one of our files is collected."""
+    import importlib
+
+    from harness.face.session import SESSION_KEY, HarnessSession
+
+    if not config.stash.get(ACTIVE, False):
+        config.stash[SESSION_KEY] = HarnessSession(config=config, **config.stash[SETTINGS])
+        config.stash[ACTIVE] = True
+        # import_module, not `from harness.face import runner_kinds`: it honours sys.modules, which pytester
+        # restores between in-process sessions.
+        config.pluginmanager.register(importlib.import_module("harness.face.runner_kinds"), "harness-builtin-runners")
+    return config.stash[SESSION_KEY]
+
+
+def _check_cost_cap_can_hold(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """--harness-max-cost with a model that has no price cannot hold: a usage error before anything runs."""
+    from harness.face.nodes import CaseItem
+    from harness.face.session import harness_session
+
+    hs = harness_session(config)
+    if hs.max_cost_usd is None:
+        return
+    models = {hs.model_for(item.agent, role).qualified: item.agent.name
+              for item in items if isinstance(item, CaseItem) for role in item.agent.models}
+    for model, agent in sorted(models.items()):
+        if not hs.policy.has_price(model):
+            from harness.llm import missing_price_line
+
+            raise pytest.UsageError(f"--harness-max-cost cannot hold: agent {agent} calls {missing_price_line(model)}")
+
+
+def _register_providers(config: pytest.Config) -> None:
+    """The providers plugins add (``pytest_harness_providers``), registered for this session only; then the
+    ``--harness-judge-model`` option's provider can be checked."""
+    added: list[str] = []
+    for provided in config.hook.pytest_harness_providers():
+        from harness.llm.providers import register_provider
+
+        for name, factory in (provided or {}).items():
+            try:
+                register_provider(name, factory)
+            except ValueError as exc:
+                raise pytest.UsageError(f"pytest_harness_providers: {exc}") from None
+            added.append(name)
+    config.stash[PROVIDERS_ADDED] = added
+    judge_model = config.stash[SETTINGS]["judge_model"]
+    if judge_model:
+        from harness.base.models import ModelSettings
+        from harness.llm.providers import model_problem
+
+        problem = model_problem(ModelSettings(model=judge_model))
+        if problem:
+            raise pytest.UsageError(f"--harness-judge-model {judge_model}: {problem}")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    name = file_path.name
+    if not enabled(parent.config):
+        if name.endswith(CASE_SUFFIXES):
+            note_forgotten(parent.config, file_path)
+        return None
+    if name.endswith(CASE_SUFFIXES):
+        _activate(parent.config)
+        from harness.face.nodes import CaseFile
+
+        return CaseFile.from_parent(parent, path=file_path)
+    if file_path.suffix in RUBRIC_SUFFIXES and file_path.parent == rubrics_dir(parent.config):
+        _activate(parent.config)
+        from harness.face.nodes import RubricFile
+
+        return RubricFile.from_parent(parent, path=file_path)
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.stash.get(ACTIVE, False):
+        return
+    from harness.face.nodes import CASE_COUNTS, CaseItem, HarnessItem
+
+    counts: dict[str, int] = {}
+    for item in items:
+        if isinstance(item, CaseItem):
+            counts[item.agent.name] = counts.get(item.agent.name, 0) + 1
+    config.stash[CASE_COUNTS] = counts
+    _check_cost_cap_can_hold(config, items)
+    wanted = config.getoption("harness_rubric")
+    if wanted is None:
+        return
+    keep, drop = [], []
+    for item in items:
+        chosen = isinstance(item, HarnessItem) and wanted in (item.rubric.name, item.rubric.rubric_id)
+        (keep if chosen else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # tryfirst: the outermost wrapper, after every other plugin's say
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """pytest's verdict on a case (the compare gate's included) goes into the records, so ``harness report``
+    and ``harness history`` count what pytest counted. Then everything a report carries to the terminal,
+    JUnit XML and xdist's controller goes through the redaction filter: failure text, skip reasons,
+    captured output and user properties."""
+    report = yield
+    if report.when == "call" and item.config.stash.get(ACTIVE, False):
+        _record_verdict(item, report)
+    if enabled(item.config) and (report.longrepr or report.sections or report.user_properties):
+        from harness.base.redaction import Redactor, redact_json
+
+        redact = Redactor()
+        _redact_failure_text(report, redact)
+        done = item.stash.get(PROPERTIES_REDACTED, 0)
+        if len(item.user_properties) > done:
+            # the item's own list, each entry once: the reports after this one copy it already clean
+            item.user_properties[done:] = [(name, redact_json(value, redact))
+                                           for name, value in item.user_properties[done:]]
+            item.stash[PROPERTIES_REDACTED] = len(item.user_properties)
+            report.user_properties = list(item.user_properties)  # pytest's copy of the item's list
+        if hasattr(report, "wasxfail"):
+            report.wasxfail = redact(report.wasxfail)
+    return report
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_make_collect_report(collector: pytest.Collector):  # type: ignore[no-untyped-def]
+    """A collection error's text (a conftest's traceback, a plugin's exception) goes through the redaction
+    filter too, on its way to the terminal and the JUnit XML."""
+    report = yield
+    if enabled(collector.config) and (report.longrepr or report.sections):
+        from harness.base.redaction import Redactor
+
+        _redact_failure_text(report, Redactor())
+    return report
+
+
+def _redact_failure_text(report: pytest.TestReport | pytest.CollectReport, redact) -> None:  # noqa: ANN001
+    """The failure text of a report, whatever its shape (a line of ours, a skip's location and reason, or
+    pytest's traceback with its source lines, locals and crash line), and its captured output, redacted."""
+    from harness.base.redaction import redact_objects
+
+    if report.longrepr is not None:
+        report.longrepr = redact_objects(report.longrepr, redact)
+    report.sections = [(title, redact(text)) for title, text in report.sections]
+
+
+def _record_verdict(item: pytest.Item, report: pytest.TestReport) -> None:
+    from harness.face.nodes import CaseItem
+
+    if isinstance(item, CaseItem) and any(name == "harness_outcome" for name, _ in item.user_properties):
+        from harness.face.report_text import default_verdict, verdict_word
+        from harness.face.session import harness_session
+
+        word = verdict_word(report)
+        outcome = next(value for name, value in item.user_properties if name == "harness_outcome")
+        if word != default_verdict(outcome):  # the usual word is implied by the outcome: no write for it
+            hs = harness_session(item.config)
+            hs.store.record_verdict(hs.cycle_id, item.nodeid, word)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: the plugin also runs without xdist
+def pytest_configure_node(node) -> None:
+    """pytest-xdist: the workers of one session share one cycle (the token names the session)."""
+    config = node.config
+    if SESSION_TOKEN not in config.stash:
+        import uuid
+
+        config.stash[SESSION_TOKEN] = uuid.uuid4().hex
+    node.workerinput["harness_session_token"] = config.stash[SESSION_TOKEN]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """Start every case's work concurrently; pytest's own loop then reports them in order."""
+    config = session.config
+    if not config.stash.get(ACTIVE, False) or config.option.collectonly or hasattr(config, "workerinput"):
+        return None  # xdist workers run the items they are sent, one at a time
+    from harness.face.nodes import CaseItem
+    from harness.face.scheduler import CaseScheduler
+    from harness.face.session import harness_session
+
+    hs = harness_session(config)
+    cases = [item for item in session.items if isinstance(item, CaseItem)]
+    workers = len(cases) if hs.batch else min(hs.concurrency, len(cases))
+    if workers > 1:
+        hs.scheduler = CaseScheduler(max_workers=workers, stop=hs.stop)
+        hs.scheduler.submit_all([(item.nodeid, item.run_case) for item in cases])
+    return None
+
+
+def _stop(config: pytest.Config, reason: str) -> None:
+    if config.stash.get(ACTIVE, False):
+        from harness.face.session import harness_session
+
+        hs = harness_session(config)
+        hs.stop.set(reason)
+        if hs.scheduler is not None and hs.scheduler.shutdown(reason):
+            config.get_terminal_writer().line("harness: stopped waiting for running cases (Ctrl-C twice)", yellow=True)
+        if hs._policy is not None:
+            hs._policy.close()  # fails requests still waiting for a batch, cancels running batches
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The run loop ended (done, -x, --maxfail or Ctrl-C): cancel queued cases, stop running ones.
+
+    A run the cost cap cut short is not a green run: when items were left not run and nothing else
+    failed, the exit status is 82 (seed 004's quota exceeded) instead of 0.
+    """
+    _stop(session.config, "the session is stopping (-x, --maxfail or Ctrl-C)")
+    if exitstatus == 0 and not hasattr(session.config, "workerinput"):
+        from harness.base.errors import ExitCode
+        from harness.face.report_text import not_run_by_cost_cap
+
+        if not_run_by_cost_cap(session.config.pluginmanager.get_plugin("terminalreporter")):
+            session.exitstatus = int(ExitCode.QUOTA_EXCEEDED)
+            session.config.stash[CUT_SHORT_BY_COST_CAP] = True
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return
+    if not enabled(config):
+        hint = forgotten_hint(config)
+        if hint:
+            terminalreporter.write_line(hint, yellow=True)
+        return
+    from harness.face.report_text import (
+        not_run_by_cost_cap,
+        properties_of,
+        summary_lines,
+        tally,
+        unconfined_line,
+        unpriced_models,
+        verdict_word,
+    )
+
+    reports = [r for key in ("passed", "failed", "skipped", "xfailed", "xpassed", "error")
+               for r in terminalreporter.stats.get(key, []) if getattr(r, "when", "call") == "call"]
+    tallies = tally((r.nodeid, properties_of(r), verdict_word(r)) for r in reports)
+    if not tallies:
+        return
+    cycles = sorted({p.get("harness_cycle") for r in reports if (p := properties_of(r)).get("harness_cycle")})
+    terminalreporter.write_sep("=", "harness summary")
+    terminalreporter.write_line(f"cycle {', '.join(cycles)} - records in {config.stash[SETTINGS]['work_dir']}")
+    from harness.records import reconciliation_note
+
+    for note in filter(None, (reconciliation_note(config.stash[SETTINGS]["work_dir"], c) for c in cycles)):
+        terminalreporter.write_line(note, yellow=True)  # what this session finished of a killed one's records
+    for line in summary_lines(tallies):
+        terminalreporter.write_line(line)
+    for model in unpriced_models(properties_of(r) for r in reports):  # the cost column leaves them out
+        from harness.llm.prices import missing_price_line
+
+        terminalreporter.write_line(missing_price_line(model), yellow=True)
+    unconfined = unconfined_line(properties_of(r) for r in reports)
+    if unconfined:
+        terminalreporter.write_line(unconfined, yellow=True)
+    if config.stash.get(ACTIVE, False):
+        from harness.face.session import harness_session
+
+        hs = harness_session(config)
+        if hs.stop.reason and "cost cap" in hs.stop.reason:
+            not_run = not_run_by_cost_cap(terminalreporter)
+            line = f"stopped starting new work: {hs.stop.reason}; {not_run} item{'s' * (not_run != 1)} not run"
+            if config.stash.get(CUT_SHORT_BY_COST_CAP, False):
+                from harness.base.errors import ExitCode
+
+                line += f" (exit status {int(ExitCode.QUOTA_EXCEEDED)})"
+            terminalreporter.write_line(line, yellow=True)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if config.stash.get(ACTIVE, False):
+        from harness.face.session import harness_session
+
+        harness_session(config).close()
+    if config.stash.get(PROVIDERS_ADDED, []):
+        from harness.llm.providers import unregister_provider
+
+        for name in config.stash[PROVIDERS_ADDED]:
+            unregister_provider(name)

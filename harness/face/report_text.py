@@ -1,0 +1,243 @@
+"""Plain-text reports for the terminal: the failure table of one item and the session summary."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.evaluation.engine import LoopResult
+
+REASON_WIDTH = 90
+
+#: pytest's words, in the order of its summary line, and how each counts in a pass rate (None: left out)
+VERDICTS = ("failed", "passed", "skipped", "xfailed", "xpassed")
+VERDICT_PASSED = {"passed": 1.0, "xpassed": 1.0, "failed": 0.0, "xfailed": 0.0, "skipped": None}
+
+
+def default_verdict(outcome: str) -> str:
+    """pytest's word for an outcome under the default options (docs: README "Thresholds and outcomes")."""
+    if outcome == "passed":
+        return "passed"
+    if outcome in ("indeterminate", "running", "interrupted"):
+        return "skipped"
+    return "failed"
+
+
+def _score(value: float | None) -> str:
+    return "  -  " if value is None else f"{value:.2f}"
+
+
+def failure_table(result: LoopResult, agent: str, case: str, threshold: float) -> str:
+    """Why an item did not pass: each dimension (score, weight, reason), the fixes, the artifacts."""
+    attempts = f"{result.final_attempt} attempt{'s' * (result.final_attempt != 1)}"
+    score = result.final_score
+    gates = result.last_evaluation.failed_gates if result.last_evaluation is not None else []
+    below = f"below min_score ({', '.join(gates)})" if gates else f"overall {_score(score)} < threshold {threshold:.2f}"
+    headline = {
+        "failed": f"FAILED after {attempts}: {below}",
+        "escalated": f"ESCALATED after {attempts}: {result.escalation_reason}",
+        "indeterminate": f"NOT SCORED (indeterminate) after {attempts}: {result.escalation_reason}",
+        "error": f"ERROR on attempt {result.final_attempt}: {result.escalation_reason}",
+        "validation_failed": f"VALIDATION FAILED on attempt {result.final_attempt}: {result.escalation_reason}",
+    }.get(result.outcome, result.outcome)
+    headline, _, trace = headline.partition("\n")  # an agent's crash: its own frames follow the line
+    lines = [f"{agent}[{case}] {headline}", *([trace] if trace else [])]
+    evaluation = result.last_evaluation
+    if evaluation is not None:
+        width = max(len("dimension"), *(len(n) for n in evaluation.dimensions))
+        lines.append(f"  {'dimension':<{width}}  score  weight  reason")
+        for name, dim in evaluation.dimensions.items():
+            reason = dim.reason if len(dim.reason) <= REASON_WIDTH else dim.reason[: REASON_WIDTH - 3] + "..."
+            lines.append(f"  {name:<{width}}  {_score(dim.score):>5}  {dim.weight:>6.2f}  {reason}")
+        low, high = evaluation.bounds
+        overall = _score(low) if low == high else f"{low:.2f}..{high:.2f}"
+        lines.append(f"  {'overall':<{width}}  {overall:>5}          threshold {threshold:.2f} "
+                     "(recomputed from the rubric's weights)")
+        if evaluation.suggested_fixes:
+            lines.append("  suggested fixes:")
+            lines.extend(f"    - {fix}" for fix in evaluation.suggested_fixes)
+    lines.append("  artifacts:")
+    for attempt in result.attempts:
+        run = attempt.record
+        where = run.artifact_path or "none (the attempt made no artifact)"
+        lines.append(f"    attempt {run.attempt} ({attempt.outcome}, {_score(run.overall_score).strip()}): {where}")
+    return "\n".join(lines)
+
+
+@dataclass
+class RubricTally:
+    items: int = 0
+    passed: int = 0
+    scored: int = 0
+    indeterminate: int = 0
+    escalated: int = 0
+    errors: int = 0
+    scores: list[float] = field(default_factory=list)
+    attempts: list[int] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    unstable: list[str] = field(default_factory=list)
+    spreads: list[float] = field(default_factory=list)
+    cached_answers: int = 0
+    unscored_because: Counter[str] = field(default_factory=Counter)  # why items were not scored, how often
+    # per dimension with a scale or choices: how often the judge gave each rating or label
+    answers: dict[str, Counter[str | int]] = field(default_factory=dict)
+
+    def add(self, props: dict[str, Any], nodeid: str = "", word: str = "") -> None:
+        """One item; ``word`` is pytest's verdict on it (passed, failed, skipped, xfailed, xpassed)."""
+        outcome = props.get("harness_outcome")
+        self.items += 1
+        self.passed += word in ("passed", "xpassed")
+        self.indeterminate += outcome == "indeterminate"
+        self.escalated += outcome == "escalated"
+        self.errors += outcome in ("error", "validation_failed")
+        if word != "skipped":  # the pass rate divides by the items pytest passed or failed, as it counts them
+            self.scored += 1
+        if props.get("harness_score") is not None:
+            self.scores.append(float(props["harness_score"]))
+        self.attempts.append(int(props.get("harness_attempts") or 0))
+        self.input_tokens += int(props.get("harness_input_tokens") or 0)
+        self.output_tokens += int(props.get("harness_output_tokens") or 0)
+        self.cost_usd += float(props.get("harness_cost_usd") or 0.0)
+        self.cached_answers += int(props.get("harness_cached_answers") or 0)
+        if outcome == "indeterminate" and props.get("harness_unscored"):
+            self.unscored_because[str(props["harness_unscored"]).removeprefix("not scored (indeterminate): ")] += 1
+        samples = props.get("harness_samples")
+        if samples:
+            values = json.loads(samples) if isinstance(samples, str) else samples
+            self.spreads.append(max(values) - min(values))
+        if props.get("harness_unstable") in (True, "True", "true"):
+            self.unstable.append(nodeid)
+        dimensions = props.get("harness_dimensions")
+        for dim_id, dim in (json.loads(dimensions) if isinstance(dimensions, str) else dimensions or {}).items():
+            given = dim.get("label", dim.get("rating"))
+            if given is not None:
+                self.answers.setdefault(dim_id, Counter())[given] += 1
+
+
+def tally(results: Iterable[tuple[str, dict[str, Any], str]]) -> dict[str, RubricTally]:
+    """Per rubric totals from ``(nodeid, user_properties, pytest's word)``."""
+    tallies: dict[str, RubricTally] = {}
+    for nodeid, props, word in results:
+        if "harness_outcome" in props:
+            tallies.setdefault(props["harness_rubric"], RubricTally()).add(props, nodeid, word)
+    return dict(sorted(tallies.items()))
+
+
+def _row(name: str, t: RubricTally) -> tuple[str, ...]:
+    rate = f"{t.passed / t.scored:.0%} of {t.scored}" if t.scored else "-"
+    mean = f"{sum(t.scores) / len(t.scores):.3f}" if t.scores else "-"
+    attempts = f"{sum(t.attempts) / len(t.attempts):.1f}" if t.attempts else "-"
+    return (name, str(t.items), str(t.passed), rate, mean, attempts, f"{t.input_tokens}/{t.output_tokens}",
+            f"${t.cost_usd:.4f}")
+
+
+def summary_lines(tallies: dict[str, RubricTally]) -> list[str]:
+    header = ("rubric", "items", "passed", "pass rate", "mean score", "mean attempts", "tokens in/out", "cost")
+    rows = [_row(name, t) for name, t in tallies.items()]
+    if len(tallies) > 1:
+        total = RubricTally()
+        for t in tallies.values():
+            for key in ("items", "passed", "scored", "input_tokens", "output_tokens", "cost_usd"):
+                setattr(total, key, getattr(total, key) + getattr(t, key))
+            total.scores += t.scores
+            total.attempts += t.attempts
+        rows.append(_row("total", total))
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths)))]
+    lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+              for r in rows]
+    notes = []
+    for name, t in tallies.items():
+        if t.indeterminate:  # why, in the words of the cause: a missing key names its provider's own variable
+            because = t.unscored_because.most_common()
+            why = f": {because[0][0]}" if because else ""
+            others = len(because) - 1
+            notes.append(f"{name}: {t.indeterminate} not scored (indeterminate){why}"
+                         + (f" (and {others} other reason{'s' * (others != 1)}: see the items)" if others > 0 else ""))
+        if t.escalated:
+            notes.append(f"{name}: {t.escalated} escalated to a human")
+        if t.errors:
+            notes.append(f"{name}: {t.errors} ended in an error (model or agent failure)")
+        if t.cached_answers:
+            notes.append(f"{name}: {t.cached_answers} model answer{'s' * (t.cached_answers != 1)} from the response "
+                         "cache (replayed, not called: no tokens, $0)")
+        if t.spreads:
+            notes.append(f"{name}: judge samples spread (max - min of the overall score): mean "
+                         f"{sum(t.spreads) / len(t.spreads):.3f}, worst {max(t.spreads):.3f}")
+        if t.unstable:
+            notes.append(f"{name}: unstable verdicts (samples on both sides of the threshold): "
+                         + ", ".join(t.unstable))
+        for dim_id, counts in t.answers.items():
+            shown = ", ".join(f"{answer} x{n}" for answer, n in sorted(counts.items(), key=lambda kv: str(kv[0])))
+            notes.append(f"{name}: {dim_id} answered {shown} (the judge's own labels or ratings, last attempts)")
+    return lines + notes
+
+
+def progress_printer(config: Any, hs: Any) -> Callable[[], None] | None:
+    """A callback for the main thread that prints a progress line at most every interval."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if hs.progress_interval_s <= 0 or reporter is None:
+        return None
+
+    def tick() -> None:
+        now = time.monotonic()
+        if now - hs.last_progress < hs.progress_interval_s:
+            return
+        hs.last_progress = now
+        reporter.write_line(hs.progress_text())
+
+    return tick
+
+
+def not_run_by_cost_cap(reporter: Any) -> int:
+    """How many items the cost cap left not run (their ``harness_not_run`` property), xdist workers' included,
+    from the terminal reporter's statistics."""
+    return sum(properties_of(report).get("harness_not_run") == "cost_cap"
+               for report in getattr(reporter, "stats", {}).get("skipped", []))
+
+
+def properties_of(report: Any) -> dict[str, Any]:
+    props = dict(getattr(report, "user_properties", ()) or ())
+    if props.get("harness_outcome") == "passed" and getattr(report, "failed", False):
+        props["harness_outcome"] = "failed"  # a gate after the loop failed it (e.g. --harness-compare)
+    if isinstance(props.get("harness_dimensions"), str):
+        props["harness_dimensions"] = json.loads(props["harness_dimensions"])
+    return props
+
+
+def verdict_word(report: Any) -> str:
+    """passed, failed, skipped, xfailed or xpassed: the words of pytest's own summary line."""
+    if hasattr(report, "wasxfail"):
+        return "xpassed" if report.passed else "xfailed"
+    return report.outcome
+
+
+def unpriced_models(properties: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The models whose cost is unknown (no price), from the items' ``harness_models`` properties."""
+    found: set[str] = set()
+    for props in properties:
+        try:
+            per_model = json.loads(props.get("harness_models") or "{}")
+        except (TypeError, ValueError):
+            continue
+        found |= {model for model, spent in per_model.items() if spent.get("cost_usd") is None}
+    return sorted(found)
+
+
+def unconfined_line(properties: Iterable[Mapping[str, Any]]) -> str | None:
+    """The one line naming the commands that ran without the sandbox (ini harness_unconfined), with their items."""
+    items: dict[str, int] = {}
+    for props in properties:
+        for name in filter(None, str(props.get("harness_unconfined") or "").split(",")):
+            items[name] = items.get(name, 0) + 1
+    if not items:
+        return None
+    named = ", ".join(f"{name} ({n} item{'s' * (n != 1)})" for name, n in sorted(items.items()))
+    return f"ran without the sandbox (ini harness_unconfined): {named}"

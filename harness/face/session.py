@@ -1,0 +1,177 @@
+"""Per-session state: the record store, the cycle id, model clients and loaded files.
+
+Everything is created lazily, so a pytest session that collects none of our files writes nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.base.errors import HarnessConfigError
+from harness.base.events import AttemptFinished, Event, Events
+from harness.base.models import AgentConfig, ModelSettings
+from harness.base.stop import StopFlag
+from harness.face.scheduler import CaseScheduler
+from harness.llm import CallPolicy, ModelClient
+from harness.records import RecordStore, RecordWriter
+
+SESSION_KEY = pytest.StashKey["HarnessSession"]()
+
+
+@dataclass
+class HarnessSession:
+    config: pytest.Config
+    work_dir: Path
+    rubrics_dir: Path
+    import_root: Path
+    indeterminate: str  # "skip" or "fail"
+    concurrency: int = 1
+    judge_samples: int = 1
+    max_cost_usd: float | None = None
+    stop: StopFlag = field(default_factory=StopFlag)
+    scheduler: CaseScheduler | None = None
+    cache_mode: str = "auto"
+    batch: bool = False
+    rate_limits: dict[str, int | None] = field(default_factory=dict)
+    prices_path: Path | None = None
+    input_roots: tuple[Path, ...] = ()  # where case input files may come from (the rootdir, harness_input_dirs)
+    data_modules: tuple[str, ...] = ()  # the only modules case files and dataset rows may name code from
+    unconfined_runners: tuple[str, ...] = ()  # ini harness_unconfined: agent.role (or agent) run without the sandbox
+    judge_model: str | None = None  # --harness-judge-model: every judge on this model instead
+    progress_interval_s: float = 10.0
+    spent_usd: float = 0.0
+    last_progress: float = field(default_factory=time.monotonic)
+    batch_status: str | None = None
+    events: Events = field(default_factory=Events)  # the run's event stream (harness.base.events)
+    _policy: CallPolicy | None = None
+    _store: RecordStore | None = None
+    _cycle_id: str | None = None
+    _clients: dict[ModelSettings, ModelClient] = field(default_factory=dict)
+    _cache: dict[tuple[str, Path], Any] = field(default_factory=dict)
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+
+    def __post_init__(self) -> None:
+        """The session's own sinks: the cost account (and cap) and the attempt hook; then plugins' sinks."""
+        self.events.subscribe(self._account)
+        if self.config.hook.pytest_harness_attempt_finished.get_hookimpls():
+            self.events.subscribe(self._attempt_hook)
+        for sinks in self.config.hook.pytest_harness_event_sinks(config=self.config):
+            for sink in sinks or ():
+                self.events.subscribe(sink)
+
+    def _account(self, event: Event) -> None:
+        if isinstance(event, AttemptFinished):
+            self.add_cost(event.details.cost_usd)
+
+    def _attempt_hook(self, event: Event) -> None:
+        if isinstance(event, AttemptFinished):  # the record's JSON is built only for a plugin that asks for it
+            self.config.hook.pytest_harness_attempt_finished(record=event.record.model_dump(mode="json"),
+                                                            details=dict(event.details.__dict__))
+
+    @property
+    def store(self) -> RecordStore:
+        with self._lock:
+            if self._store is None:
+                self._store = RecordStore(self.work_dir, root=self.import_root)
+                self.events.subscribe(RecordWriter(self._store), required=True)
+            return self._store
+
+    @property
+    def cycle_id(self) -> str:
+        """The cycle of this session: chosen by the controller, shared with xdist workers."""
+        with self._lock:
+            if self._cycle_id is None:
+                token = getattr(self.config, "workerinput", {}).get("harness_session_token")
+                self._cycle_id = self.store.allocate_cycle(session_token=token)
+            return self._cycle_id
+
+    @property
+    def cycle_started(self) -> bool:
+        return self._cycle_id is not None
+
+    def add_cost(self, usd: float) -> None:
+        """Count an attempt's cost; past the cap, stop starting new work."""
+        with self._lock:
+            self.spent_usd += usd
+            if self.max_cost_usd is not None and self.spent_usd >= self.max_cost_usd:
+                self.stop.set(f"cost cap ${self.max_cost_usd:g} reached (${self.spent_usd:.4f} spent)",
+                              cause="cost_cap")
+
+    def progress_text(self) -> str:
+        done = self.scheduler.done if self.scheduler else 0
+        total = self.scheduler.total if self.scheduler else 0
+        text = f"harness: {done}/{total} cases done, ${self.spent_usd:.4f} spent"
+        stats = self.call_stats()
+        if stats:
+            text += (f", {stats.get('in_flight', 0)} calls in flight, {stats.get('calls', 0)} calls, "
+                     f"{stats.get('cache_hits', 0)} cache hits, tokens in/out "
+                     f"{stats.get('input_tokens', 0)}/{stats.get('output_tokens', 0)}")
+        if self.batch_status:
+            text += f"; {self.batch_status}"
+        return text
+
+    def call_stats(self) -> dict[str, Any]:
+        return self._policy.stats.snapshot() if self._policy is not None else {}
+
+    @property
+    def policy(self) -> CallPolicy:
+        """How every model call of the session is made: concurrency, cache, rate limits, batching, prices."""
+        with self._lock:
+            if self._policy is None:
+                workers = getattr(self.config, "workerinput", {}).get("workercount", 1)
+                self._policy = CallPolicy.build(
+                    concurrency=self.concurrency, cache_mode=self.cache_mode, work_dir=self.work_dir,
+                    requests_per_minute=self.rate_limits.get("rpm"),
+                    input_tokens_per_minute=self.rate_limits.get("itpm"),
+                    output_tokens_per_minute=self.rate_limits.get("otpm"), processes=workers, batch=self.batch,
+                    on_batch_progress=self._batch_progress, price_file=self.prices_path,
+                    max_cost_usd=self.max_cost_usd)
+                self._policy.events = self.events
+            return self._policy
+
+    def _batch_progress(self, batch_id: str, counts: dict[str, int]) -> None:
+        self.batch_status = f"batch {batch_id}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+
+    def close(self) -> None:
+        if self._policy is not None:
+            self._policy.close()
+        if self._store is not None:
+            self._store.close()
+
+    def model_for(self, agent: AgentConfig, role: str) -> ModelSettings:
+        """The model a prompt role of ``agent`` runs on (``--harness-judge-model`` overriding the judge's)."""
+        settings = agent.models.get(role, agent.judge)
+        if role == "evaluator" and self.judge_model:
+            settings = dataclasses.replace(settings, model=self.judge_model)
+        return settings
+
+    def model_client(self, settings: ModelSettings) -> ModelClient:
+        with self._lock:
+            if settings not in self._clients:
+                self._clients[settings] = ModelClient(settings, policy=self.policy)
+            return self._clients[settings]
+
+    def cached(self, kind: str, path: Path, load: Any) -> Any:
+        """Load each file once per session; a load error is raised again for every user of the file."""
+        key = (kind, path.resolve())
+        with self._lock:
+            if key not in self._cache:
+                try:
+                    self._cache[key] = load()
+                except HarnessConfigError as exc:
+                    self._cache[key] = exc
+            value = self._cache[key]
+        if isinstance(value, HarnessConfigError):
+            raise value
+        return value
+
+
+def harness_session(config: pytest.Config) -> HarnessSession:
+    return config.stash[SESSION_KEY]
