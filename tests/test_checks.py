@@ -171,6 +171,33 @@ def test_json_schema_items_path_must_lead_to_a_list(tmp_path: Path) -> None:
     assert empty.score == 0.0 and "empty list" in empty.reason
 
 
+
+def test_json_schema_errors_read_in_the_order_of_the_list(tmp_path: Path) -> None:
+    raw = {"json_schema": {"schema": {"type": "array", "items": {"type": "integer"}}}}
+    result = run(raw, tmp_path, json.dumps([1, "two", 3, 4, 5, 6, 7, 8, 9, 10, "eleven"]))
+    assert result.fixes == ("Fix [1]: 'two' is text, not a whole number",
+                            "Fix [10]: 'eleven' is text, not a whole number")
+
+
+def test_json_schema_checks_the_formats_of_the_schemas_own_draft(tmp_path: Path) -> None:
+    draft7 = {"$schema": "http://json-schema.org/draft-07/schema#", "properties": {"on": {"format": "date"}}}
+    result = run({"json_schema": {"schema": draft7}}, tmp_path, '{"on": "2026-02-30"}')
+    assert result.score == 0.0 and "on: '2026-02-30' is not a valid date" in result.reason
+
+
+@pytest.mark.parametrize(("schema", "problem"), [
+    ({"properties": {"a": {"type": "strin"}}},
+     "inline schema is not a valid JSON Schema at properties.a.type: 'strin' is not a JSON Schema type (use one of "
+     "array, boolean, integer, null, number, object, string)"),
+    ({"properties": {"a": {"anyOf": [{"minimum": "1"}]}}},
+     "inline schema is not a valid JSON Schema at properties.a.anyOf[0].minimum: '1' is text, not a number"),
+])
+def test_a_broken_schema_names_the_place_inside_it_in_our_words(tmp_path: Path, schema: Any, problem: str) -> None:
+    err = config_error({"json_schema": {"schema": schema}}, tmp_path)
+    assert err.field == f"{FIELD}.json_schema.schema" and err.problem == problem
+    assert "draft 2020-12" in (err.fix or "")
+
+
 # ------------------------------------------------------------------ length
 
 

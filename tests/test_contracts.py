@@ -200,6 +200,8 @@ def test_the_review_result_is_written_and_checked_against_output_schema(project:
 
 @pytest.mark.parametrize(("schema", "message"), [
     ({"type": "nonsense"}, "output_schema.type: not a valid JSON Schema"),
+    ({"type": "object", "properties": {"pass": {"type": "bool"}}},
+     "output_schema.properties.pass.type: not a valid JSON Schema: 'bool' is not a JSON Schema type"),
     ({"type": "object", "required": ["verdict"]}, "output_schema: rejects a well-formed review result "
                                                   "(verdict: missing)"),
     ("a string", "output_schema: expected a JSON Schema (a mapping), got 'a string'"),

@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
+from fnmatch import fnmatchcase
+from typing import Any
 
 import pytest
 
@@ -20,6 +23,8 @@ from harness.llm.providers import (
     unregister_provider,
 )
 from harness.llm.providers.mock import MockAnswer, forget_mock_model, mock_model
+from harness.testing.fake_anthropic import FakeAnthropic
+from harness.testing.fake_anthropic import Reply as AnthropicReply
 from harness.testing.fake_openai import FakeOpenAI
 from harness.testing.fake_openai import Reply as OpenAIReply
 from harness.testing.fake_openai import judge_responder as openai_judge
@@ -100,6 +105,75 @@ def test_failures_map_to_the_exit_codes_every_provider_uses(fake_openai: FakeOpe
     with pytest.raises(ModelCallError) as info:
         ModelClient(replace(GPT, timeout_s=0.3)).complete(messages=[Message.user("x")])
     assert info.value.exit_code == code and words in str(info.value)
+
+
+# Each failure as both fakes script it (their Reply classes share the constructors), the exit code and the one
+# line both providers give, with <url>, <model>, <key>, <variable> and <api> standing for each provider's own.
+SAME_FAILURES: dict[str, tuple[Callable[[Any], Any] | None, ExitCode, str]] = {
+    "rate limit": (lambda reply: reply.error(429, message="slow down", error_type="rate_limit_error"),
+                   ExitCode.TEMP_FAIL, ("model API rate limit (429 rate_limit_error, retries off): slow down; lower "
+                                        "the concurrency or retry later")),
+    "server error": (lambda reply: reply.error(500, message="boom", error_type="api_error"), ExitCode.UNAVAILABLE,
+                     "model API server error (500 api_error, retries off): boom; retry later or check the API status"),
+    "key refused": (lambda reply: reply.error(401, message="bad key", error_type="authentication_error"),
+                    ExitCode.PROTOCOL, "the API key was refused (401 authentication_error): bad key; check <key>"),
+    "bad request": (lambda reply: reply.error(400, message="no such model", error_type="invalid_request_error"),
+                    ExitCode.PROTOCOL, ("model API rejected the request to <model> (400 invalid_request_error): no "
+                                        "such model; check the model name and the request")),
+    "not JSON": (lambda reply: reply.raw(200, "<html>a proxy page</html>"), ExitCode.PROTOCOL,
+                 ("the model API at <url> answered with something that is not JSON (*); check <variable> points at "
+                  "<api>")),
+    "timeout": (lambda reply: reply.slow(3.0, reply.text("late")), ExitCode.TIMEOUT,
+                ("model call to <model> timed out after 0.5s (timeout_s bounds the whole call, retries included); "
+                 "raise timeout_s or retry later")),
+    "unreachable": (None, ExitCode.UNAVAILABLE,
+                    "could not reach the model API at <url> (retries off): *; check the network and <variable>"),
+}
+
+
+@pytest.mark.parametrize("failure", list(SAME_FAILURES))
+def test_both_sdk_providers_word_and_classify_a_failure_the_same_way(failure: str, fake_anthropic: FakeAnthropic,
+                                                                     fake_openai: FakeOpenAI) -> None:
+    script, code, expected = SAME_FAILURES[failure]
+    providers = (
+        (fake_anthropic, FakeAnthropic, AnthropicReply, ModelSettings(model="claude-haiku-4-5"), "ANTHROPIC_API_KEY",
+         "ANTHROPIC_BASE_URL", "the Messages API"),
+        (fake_openai, FakeOpenAI, OpenAIReply, GPT, "OPENAI_API_KEY", "OPENAI_BASE_URL", "a chat completions API"),
+    )
+    said = []
+    for server, server_type, reply, settings, key, variable, api in providers:
+        settings = replace(settings, timeout_s=0.5, max_retries=0)
+        if script is None:
+            with server_type() as stopped:
+                url = stopped.base_url  # nothing listens there once stopped
+            client = ModelClient(settings, api_key="sk-test-dummy", base_url=url)
+        else:
+            url = server.base_url
+            server.queue(script(reply))
+            client = ModelClient(settings)
+        with pytest.raises(ModelCallError) as info:
+            client.complete(messages=[Message.user("x")])
+        text = str(info.value)
+        for own, placeholder in ((url, "<url>"), (settings.qualified, "<model>"), (settings.name, "<model>"),
+                                 (key, "<key>"), (variable, "<variable>"), (api, "<api>")):
+            text = text.replace(own, placeholder)
+        said.append((info.value.exit_code, text))
+    (anthropic_code, anthropic_text), (openai_code, openai_text) = said
+    assert anthropic_code == openai_code == code
+    assert fnmatchcase(anthropic_text, expected) and fnmatchcase(openai_text, expected), said
+    assert "\n" not in anthropic_text + openai_text
+
+
+def test_each_api_says_overloaded_in_its_own_status_and_both_read_it_the_same(fake_anthropic: FakeAnthropic,
+                                                                            fake_openai: FakeOpenAI) -> None:
+    fake_anthropic.queue(AnthropicReply.error(529, message="busy", error_type="overloaded_error"))
+    fake_openai.queue(OpenAIReply.error(503, message="busy", error_type="overloaded_error"))
+    for settings in (ModelSettings(model="claude-haiku-4-5", max_retries=0), GPT):
+        with pytest.raises(ModelCallError) as info:
+            ModelClient(settings).complete(messages=[Message.user("x")])
+        assert info.value.exit_code == ExitCode.TEMP_FAIL
+        assert str(info.value).startswith("model API overloaded (5")
+        assert str(info.value).endswith(" overloaded_error, retries off): busy; retry later")
 
 
 def test_concurrency_is_bounded_per_http_attempt(fake_openai: FakeOpenAI) -> None:

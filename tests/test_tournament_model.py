@@ -43,15 +43,20 @@ def responder(request: dict[str, Any]) -> Reply:
     return Reply.tool(args, name=name, usage=usage)
 
 
-def test_the_model_path_end_to_end(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
-    fake_anthropic.responder = responder
-    md = synth_goal_md().replace("- planners: 0", "- planners: 1\n- architect_review: on\n- model: claude-haiku-4-5")
-    root = tmp_path / "r"
+def one_iteration(root: Path, model: str) -> tuple[Path, list[str]]:
+    """One merged iteration with a model planner and the architect on ``model``: its records folder and lines."""
+    md = synth_goal_md().replace("- planners: 0", f"- planners: 1\n- architect_review: on\n- model: {model}")
     goal = goal_repo(root, ideas={}, goal_md=md)
     lines: list[str] = []
     summary = improve(goal, 1, echo=lines.append, plots=False)
     assert summary.statuses == ["merged"], "\n".join(lines)
-    base = root / "WORK" / "improve" / "synth"
+    return root / "WORK" / "improve" / "synth", lines
+
+
+def test_the_model_path_end_to_end(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.responder = responder
+    root = tmp_path / "r"
+    base, lines = one_iteration(root, "claude-haiku-4-5")
 
     brief = load(base / "research" / "round_1.json")
     assert brief["ideas"][0]["title"] == "Raise VALUE" and brief["cost"]["input_tokens"] == 1000
@@ -89,3 +94,30 @@ def test_a_failing_model_does_not_fail_the_run(tmp_path: Path, fake_anthropic: F
     state = load(tmp_path / "r/WORK/improve/synth/iteration_state.json")
     assert state["research"]["status"] == "failed"
     assert state["planning"]["plans"]["planner_b"]["status"] == "failed"
+
+
+def test_a_model_without_a_price_shows_an_unknown_cost_never_zero(tmp_path: Path, fake_anthropic: FakeAnthropic
+                                                                  ) -> None:
+    def unpriced(request: dict[str, Any]) -> Reply:
+        if "submit_research_brief" in [t["name"] for t in request.get("tools", [])]:  # invalid twice: no brief
+            return Reply.tool({"ideas": []}, usage={"input_tokens": 300, "output_tokens": 30})
+        return responder(request)
+
+    fake_anthropic.responder = unpriced
+    base, lines = one_iteration(tmp_path / "r", "claude-unpriced-1")
+
+    state = load(base / "iteration_state.json")
+    research = state["research"]
+    assert research["status"] == "failed"  # its two calls were billed all the same
+    assert research["cost"]["calls"] == 2 and research["cost"]["input_tokens"] == 600
+    plan = load(base / "plan_archive" / "round_1" / "round_1_planner_a.json")
+    assert plan["cost"]["cost_known"] is False and plan["cost"]["calls"] == 2
+    assert plan["cost"]["model_usage"]["claude-unpriced-1"]["cost_usd"] is None
+    assert any(ln.startswith("  planner_a: plan [optimization], cost unknown (claude-unpriced-1 has no price)")
+               for ln in lines)
+    total = load(base / "history" / "iteration_1.json")["cost"]["total"]
+    assert total["calls"] == 2 + 2 + 5 and total["input_tokens"] == 600 + 7000  # the failed research counted
+    assert total["cost_known"] is False
+    assert any(ln == "  cost: 9060 tokens, cost unknown (claude-unpriced-1 has no price)" for ln in lines)
+    assert any("claude-unpriced-1 has no price: its tokens are recorded, its cost is unknown" in ln for ln in lines)
+    assert not any("$0.0000" in ln for ln in lines)

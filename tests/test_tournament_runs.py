@@ -399,16 +399,12 @@ def test_cli_reports_errors_in_one_line(tmp_path: Path) -> None:
 
 
 def test_one_run_per_goal_at_a_time(tmp_path: Path) -> None:
-    import fcntl
-
     from harness.apps.tournament.loop import RunRefused
+    from harness.base.fileio import file_lock
 
     root = tmp_path / "r"
     goal = goal_repo(root, ideas={})
-    lock = root / "WORK/improve/synth/.lock"
-    lock.parent.mkdir(parents=True)
-    with open(lock, "a+") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+    with file_lock(root / "WORK/improve/synth/.lock"):  # another run's
         with pytest.raises(RunRefused, match="another `harness improve` run for synth is going"):
             improve(goal, 1, echo=quiet([]), plots=False)
     assert (root / "WORK/improve/.gitignore").read_text().endswith("*\n")

@@ -17,11 +17,13 @@ from jsonschema import Draft202012Validator
 from harness.apps.tournament import critic, schemas, stats
 from harness.apps.tournament.benchmark import SealedManifest, SealedPaths
 from harness.apps.tournament.confine import GoalSandbox
+from harness.apps.tournament.costs import cost_record, cost_said, no_cost, total_cost
 from harness.apps.tournament.executors import ModelExecutor
 from harness.apps.tournament.gitops import GitRepo
 from harness.apps.tournament.ideas import list_ideas
 from harness.apps.tournament.testing import goal_repo, synth_goal_md
 from harness.base.jsonschemas import contract, contract_errors
+from harness.base.usage import Spend, Usage
 from harness.loading.goal_file import load_goal
 
 DEMO = Path(__file__).resolve().parent.parent / "goals" / "demo_primes"
@@ -229,6 +231,37 @@ def test_failure_analysis_categories_are_the_seeds() -> None:
 def test_demo_ideas_make_schema_valid_plans() -> None:
     for idea in list_ideas(DEMO):
         assert contract_errors("plan", idea.to_plan(1, "runtime_ms")) == []
+
+
+# ---------------------------------------------------------------------------------------------- costs
+
+
+def test_costs_sum_per_model_and_a_model_without_a_price_makes_the_total_unknown_never_zero() -> None:
+    priced, unpriced = Spend(), Spend()
+    priced.add("claude-haiku-4-5", Usage(1000, 200), 0.002)
+    unpriced.add("local/qwen", Usage(500, 50), None)
+    one, other = cost_record(priced), cost_record(unpriced)
+    total = total_cost(one, other, None)
+    assert contract_errors("cost", total) == [] and contract_errors("cost", other) == []
+    assert total["input_tokens"] == 1500 and total["output_tokens"] == 250 and total["calls"] == 2
+    assert total["cost_known"] is False and total["cost_usd"] == 0.002  # the priced part only, a lower bound
+    assert total["model_usage"]["local/qwen"]["cost_usd"] is None
+    assert total["model_usage"]["claude-haiku-4-5"]["cost_usd"] == 0.002
+    assert cost_said(one) == "$0.0020"
+    assert cost_said(other) == "cost unknown (local/qwen has no price)"
+    assert cost_said(total) == "$0.0020 and an unknown cost (local/qwen has no price)"
+    again = total_cost(total, one)  # a total summed again stays per model
+    assert again["model_usage"]["claude-haiku-4-5"]["calls"] == 2 and again["cost_known"] is False
+
+
+def test_a_cost_record_written_before_model_usage_still_sums() -> None:
+    old = {"input_tokens": 100, "output_tokens": 10, "cache_write_tokens": 0, "cache_read_tokens": 0,
+           "cost_usd": 0.5, "model": "m", "calls": 1}
+    total = total_cost(old, old)
+    assert total["cost_usd"] == 1.0 and total["calls"] == 2 and total["cost_known"] is True
+    assert total["model_usage"]["m"]["input_tokens"] == 200
+    assert total_cost(None, no_cost()) == no_cost() and "model_usage" not in no_cost()
+    assert contract_errors("cost", no_cost()) == []
 
 
 # ---------------------------------------------------------------------------------------------- model executor tools

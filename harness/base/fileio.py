@@ -72,15 +72,30 @@ def append_text(path: Path, text: str, *, durable: bool = False) -> None:
 
 
 @contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive advisory lock on ``path`` (created if missing) across processes."""
+def file_lock(path: Path, *, shared: bool = False, wait: bool = True) -> Iterator[bool]:
+    """Hold an advisory lock on ``path`` (created if missing) across processes, for the ``with`` block.
+
+    Exclusive by default: one holder at a time (a writer). ``shared``: any number of shared holders and no
+    exclusive one (each process of a session marking it alive). ``wait=False`` does not wait for a holder: the
+    block gets False at once, holding nothing, when another holds the lock; else True (with ``wait``, always
+    True). The kernel lets the lock go when its holder dies, however it dies, so a killed process never leaves
+    it taken. Locks belong to the open file, not the process: a second lock of the same file in the same
+    process waits for the first like another process's would. A lock held past one block (as long as an
+    object lives) is an ``ExitStack``'s ``enter_context(file_lock(...))``, let go by its ``close()``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
         try:
-            yield
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
         finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import jsonschema
+    from jsonschema.protocols import Validator
 
 _CACHE_LIMIT = 256
 _validators: dict[str, Any] = {}
@@ -30,7 +31,10 @@ _lock = threading.Lock()
 
 
 class SchemaInvalid(ValueError):
-    """The schema itself is not valid JSON Schema; ``where`` is the path inside it, ``problem`` one line."""
+    """The schema itself is not valid JSON Schema: ``where`` is the place inside it (``properties.a.type``; empty
+    for the whole schema), ``problem`` one line in the harness's words, ``fix`` what to do."""
+
+    fix = "make the schema valid JSON Schema (draft 2020-12, unless its $schema names another)"
 
     def __init__(self, where: str, problem: str):
         self.where = where
@@ -39,11 +43,13 @@ class SchemaInvalid(ValueError):
                          f"not a valid JSON Schema: {problem}")
 
 
-def validator_for(schema: dict[str, Any], *, registry: Any = None, formats: bool = False) -> jsonschema.Validator:
+def validator_for(schema: dict[str, Any], *, registry: Any = None, formats: bool = False) -> Validator:
     """A validator of ``schema`` for the draft its ``$schema`` names (2020-12 when none), built once.
 
-    ``registry`` resolves ``$ref`` to other schemas (``referencing.Registry``); ``formats`` checks ``format``.
-    A schema that is not valid raises :class:`SchemaInvalid`.
+    ``registry`` resolves ``$ref`` to other schemas (``referencing.Registry``); ``formats`` checks ``format``
+    (the formats of the schema's draft: ``date``, ``email``, ...). A schema that is not valid raises
+    :class:`SchemaInvalid`. Keep the validator where one schema checks many values: building the cache key
+    costs about as much as checking a small value.
     """
     key = json.dumps(schema, sort_keys=True, default=str) + f"|{id(registry) if registry is not None else ''}|{formats}"
     with _lock:
@@ -56,13 +62,12 @@ def validator_for(schema: dict[str, Any], *, registry: Any = None, formats: bool
     try:
         cls.check_schema(schema)
     except jsonschema.SchemaError as err:
-        where = ".".join(str(p) for p in err.absolute_path)
-        raise SchemaInvalid(where, " ".join(err.message.split())[:300]) from None
+        raise _schema_invalid(err) from None
     kwargs: dict[str, Any] = {}
     if registry is not None:
         kwargs["registry"] = registry
-    if formats:
-        kwargs["format_checker"] = jsonschema.FormatChecker()
+    if formats:  # the formats the schema's own draft defines
+        kwargs["format_checker"] = cls.FORMAT_CHECKER
     validator = cls(schema, **kwargs)
     with _lock:
         if len(_validators) >= _CACHE_LIMIT:
@@ -103,57 +108,79 @@ def errors(data: Any, schema: dict[str, Any], **options: Any) -> list[str]:
     return error_lines(validator_for(schema, **options).iter_errors(data))
 
 
-def error_lines(found: Iterable[jsonschema.ValidationError]) -> list[str]:
+def error_lines(found: Iterable[jsonschema.ValidationError], prefix: str = "") -> list[str]:
+    """The errors a validator found, one readable line each, in the order a person fixes them: wrong values
+    before missing and unexpected fields, then by place (list items by their number). ``prefix`` goes before
+    each path, as in :func:`error_line`."""
     ordered = sorted(found, key=lambda e: (e.validator in ("required", "additionalProperties"),
-                                           [str(p) for p in e.absolute_path], e.message))
-    return [error_line(e) for e in ordered]
+                                           [(1, 0, str(p)) if isinstance(p, str) else (0, p, "")
+                                            for p in e.absolute_path], e.message))
+    return [error_line(e, prefix) for e in ordered]
 
 
 def error_line(error: jsonschema.ValidationError, prefix: str = "") -> str:
     """One error in the harness's words (``prefix`` goes before its path: the list item a check looked at).
     The library's own message is the last resort, for the keywords this does not word."""
-    where = prefix
-    for part in error.absolute_path:
-        where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))
+    where, problem = _where_and_problem(error, prefix)
+    return f"{where or '(root)'}: {problem}"
+
+
+def _path(parts: Iterable[str | int], prefix: str = "") -> str:
+    """``targets[2].name`` from ``("targets", 2, "name")``; empty for no parts and no prefix."""
+    out = prefix
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _schema_invalid(error: jsonschema.SchemaError) -> SchemaInvalid:
+    """A schema's own mistake, worded as a value's: ``minimum: 'x' is text, not a number``."""
+    where, problem = _where_and_problem(error, "")
+    if error.absolute_path and error.absolute_path[-1] == "type" and error.validator == "anyOf":
+        problem = f"{_shown(error.instance)} is not a JSON Schema type (use one of {', '.join(sorted(_TYPE_WORDS))})"
+    return SchemaInvalid(where, problem)
+
+
+def _where_and_problem(error: jsonschema.ValidationError, prefix: str) -> tuple[str, str]:
+    where = _path(error.absolute_path, prefix)
     value, expected, kind = error.instance, error.validator_value, error.validator
     shown = _shown(value)
     if kind == "required" and isinstance(value, dict):
         missing = [str(name) for name in expected if name not in value]
         # one error per missing field: the one this error names (its message quotes it), else the first
         name = next((m for m in missing if repr(m) in error.message), missing[0] if missing else "?")
-        return f"{where + '.' if where else ''}{name}: missing"
+        return _path([name], where), "missing"
     if kind == "additionalProperties" and isinstance(value, dict):
-        allowed = set((error.schema.get("properties") or {}))
+        allowed = set(error.schema.get("properties") or {})
         extra = sorted(str(k) for k in value if k not in allowed)
-        return f"{where + '.' if where else ''}{', '.join(extra)}: not expected (allowed: {', '.join(sorted(allowed))})"
-    where = where or "(root)"
+        return _path([", ".join(extra)], where), f"not expected (allowed: {', '.join(sorted(allowed))})"
     if kind == "type":
         wanted = " or ".join(_TYPE_WORDS.get(t, t) for t in ([expected] if isinstance(expected, str) else expected))
-        return f"{where}: {shown} is {_TYPE_WORDS.get(_json_type(value), _json_type(value))}, not {wanted}"
+        return where, f"{shown} is {_TYPE_WORDS.get(_json_type(value), _json_type(value))}, not {wanted}"
     if kind in ("maximum", "exclusiveMaximum"):
-        return f"{where}: {shown} is above the maximum {expected}" + (" (exclusive)" if kind[0] == "e" else "")
+        return where, f"{shown} is above the maximum {expected}" + (" (exclusive)" if kind[0] == "e" else "")
     if kind in ("minimum", "exclusiveMinimum"):
-        return f"{where}: {shown} is below the minimum {expected}" + (" (exclusive)" if kind[0] == "e" else "")
+        return where, f"{shown} is below the minimum {expected}" + (" (exclusive)" if kind[0] == "e" else "")
     if kind == "enum":
-        return f"{where}: {shown} is not one of {', '.join(_shown(v) for v in expected)}"
+        return where, f"{shown} is not one of {', '.join(_shown(v) for v in expected)}"
     if kind == "const":
-        return f"{where}: {shown} is not {_shown(expected)}"
+        return where, f"{shown} is not {_shown(expected)}"
     if kind == "format":
-        return f"{where}: {shown} is not a valid {expected}"
+        return where, f"{shown} is not a valid {expected}"
     if kind == "pattern":
-        return f"{where}: {shown} does not match the pattern {expected!r}"
+        return where, f"{shown} does not match the pattern {expected!r}"
     if kind == "maxLength" and isinstance(value, str):
-        return f"{where}: {len(value):,} characters, more than the maximum {expected:,}"
+        return where, f"{len(value):,} characters, more than the maximum {expected:,}"
     if kind == "minLength" and isinstance(value, str):
-        return f"{where}: " + ("empty" if not value else f"{len(value)} characters, fewer than the minimum {expected}")
+        return where, "empty" if not value else f"{len(value)} characters, fewer than the minimum {expected}"
     if kind == "maxItems" and isinstance(value, list):
-        return f"{where}: " + (f"{_items(len(value))}, expected none" if expected == 0 else
-                               f"{_items(len(value))}, more than the maximum {expected}")
+        return where, (f"{_items(len(value))}, expected none" if expected == 0 else
+                       f"{_items(len(value))}, more than the maximum {expected}")
     if kind == "minItems" and isinstance(value, list):
-        return f"{where}: " + ("empty" if not value else f"{_items(len(value))}, fewer than the minimum {expected}")
+        return where, "empty" if not value else f"{_items(len(value))}, fewer than the minimum {expected}"
     if kind == "uniqueItems" and isinstance(value, list):
-        return f"{where}: items repeat, where each must be different"
-    return f"{where}: {' '.join(error.message.split())[:300]}"
+        return where, "items repeat, where each must be different"
+    return where, " ".join(error.message.split())[:300]
 
 
 def _items(count: int) -> str:

@@ -6,18 +6,17 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
-from jsonschema.exceptions import SchemaError
-from jsonschema.protocols import Validator
-
+from harness.base import jsonschemas
 from harness.base.fields import Fields, one_line
-from harness.base.jsonschemas import error_line
 from harness.base.yamlfile import parse_yaml, read_text
 from harness.checks.base import REASON_ITEM_LIMIT, CheckContext, CheckResult, plural
-from harness.checks.paths import MISSING, json_path, value_at
+from harness.checks.paths import MISSING, value_at
 from harness.checks.registry import check_kind
+
+if TYPE_CHECKING:
+    from harness.base.jsonschemas import Validator
 
 _JSON_BLOCK = re.compile(r"```[ \t]*json[ \t]*\r?\n(.*?)```", re.IGNORECASE | re.DOTALL)
 _NAME_FIELDS = ("name", "id", "company")
@@ -70,11 +69,7 @@ class JsonSchemaCheck:
 
     def _errors(self, instance: Any, prefix: str = "") -> list[str]:
         assert self.validator is not None
-        errors = sorted(
-            self.validator.iter_errors(instance),
-            key=lambda e: [(0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in e.absolute_path],
-        )
-        return [one_line(error_line(e, prefix), 160) for e in errors]  # the one wording of schema errors
+        return [one_line(line, 160) for line in jsonschemas.error_lines(self.validator.iter_errors(instance), prefix)]
 
     def run(self, artifact: str, context: CheckContext) -> CheckResult:
         document, failed = self._document(artifact)
@@ -157,13 +152,11 @@ def parse_json_schema(raw: Any, f: Fields) -> JsonSchemaCheck:
         raise f.error("schema", f"{origin} is a {type(schema).__name__}, not a JSON Schema object",
                       "make the schema a JSON object such as {\"type\": \"object\"}")
     schema = json.loads(json.dumps(schema, default=str))  # plain dicts; YAML dates become strings
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
-        cls.check_schema(schema)
-    except SchemaError as exc:
-        at = json_path(exc.absolute_path)
-        raise f.error("schema", f"{origin} is not a valid JSON Schema: {one_line(exc.message)} (at {at})",
-                      "make the schema valid for its $schema metaschema (Draft 2020-12 by default)") from None
+        validator = jsonschemas.validator_for(schema, formats=True)
+    except jsonschemas.SchemaInvalid as err:
+        at = f" at {err.where}" if err.where else ""
+        raise f.error("schema", f"{origin} is not a valid JSON Schema{at}: {err.problem}", err.fix) from None
     source = f.choice(opts["source"], "source", _SOURCES, "source") if "source" in opts else "auto"
     items: tuple[str, ...] = ()
     if "items" in opts:
@@ -172,4 +165,4 @@ def parse_json_schema(raw: Any, f: Fields) -> JsonSchemaCheck:
         if any(not part.strip() for part in items):
             raise f.error("items", f"bad dotted path {dotted!r}",
                           "write keys separated by single dots, e.g. data.targets")
-    return JsonSchemaCheck(schema, source, items, cls(schema, format_checker=cls.FORMAT_CHECKER))
+    return JsonSchemaCheck(schema, source, items, validator)

@@ -10,12 +10,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
-from harness.base import slots
+from harness.base import jsonschemas, slots
 from harness.base.errors import HarnessConfigError, HarnessConfigWarning
 from harness.base.fields import Fields, Section
-from harness.base.jsonschemas import error_line
 from harness.base.models import DEFAULT_THRESHOLD, Dimension, Examples, ItemsSpec, Rubric
 from harness.base.semver import parse_version
 from harness.base.yamlfile import load_yaml, parse_yaml, read_text
@@ -278,18 +275,17 @@ def _output_schema(top: Section, criteria: tuple[Dimension, ...]) -> dict[str, A
                                   "write the schema of the review result, or remove output_schema")
     schema = json.loads(json.dumps(schema, default=str))  # plain dicts; YAML dates become strings
     try:
-        jsonschema.Draft202012Validator.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        where = ".".join(str(p) for p in exc.absolute_path)
-        raise top.error("output_schema" + (f".{where}" if where else ""), f"not a valid JSON Schema: {exc.message}",
-                        "fix the schema (JSON Schema draft 2020-12)") from None
+        jsonschemas.check_schema(schema)
+    except jsonschemas.SchemaInvalid as err:
+        raise top.error("output_schema" + (f".{err.where}" if err.where else ""),
+                        f"not a valid JSON Schema: {err.problem}", err.fix) from None
     passing = {"pass": True, "issues": [], "suggested_fixes": [], "indeterminate": [],
                "criteria_results": [{"criterion_id": c.id, "criterion_name": c.name or c.id, "verdict": "pass",
                                      "reasoning": "met", "confidence": 1.0} for c in criteria],
                "timings_ms": {"evaluation": 0, "total": 0}}
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(passing))
-    if error is not None:
-        raise top.error("output_schema", f"rejects a well-formed review result ({error_line(error)})",
+    rejected = jsonschemas.errors(passing, schema)
+    if rejected:
+        raise top.error("output_schema", f"rejects a well-formed review result ({rejected[0]})",
                         "describe the review result's fields: pass, issues, suggested_fixes, indeterminate, "
                         "criteria_results, timings_ms")
     return schema

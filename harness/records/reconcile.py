@@ -7,8 +7,6 @@ that is gone: its ``running`` rows can never finish, and its run-log.json may la
 
 from __future__ import annotations
 
-import fcntl
-import os
 import sqlite3
 from collections.abc import Container, Iterator
 from contextlib import contextmanager
@@ -19,7 +17,7 @@ from typing import Any
 from harness.base.appendlog import read_entries
 from harness.base.clock import utc_now
 from harness.base.errors import ExitCode, HarnessConfigError
-from harness.base.fileio import atomic_write_text
+from harness.base.fileio import atomic_write_text, file_lock
 from harness.records.database import transaction
 from harness.records.layout import ALIVE_LOCK, RECONCILED_MARK, RUN_LOG_NAME, safe_cycle_name
 from harness.records.reader import RecordReader, select_run_records
@@ -101,16 +99,8 @@ def _gone(folder: Path) -> Iterator[bool]:
     if not folder.is_dir():
         yield True  # a cycle whose folder was removed: nobody can be writing it
         return
-    fd = os.open(folder / ALIVE_LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)
+    with file_lock(folder / ALIVE_LOCK, wait=False) as nobody_holds_it:
+        yield nobody_holds_it
 
 
 def _reconcile_cycle(conn: sqlite3.Connection, cycle_id: str, folder: Path, result: Reconciliation) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
-import fcntl
 import json
 import os
 import shutil
@@ -56,7 +55,8 @@ class RecordStore:
         self._local = threading.local()
         self._schema_ready = False
         self._schema_lock = threading.Lock()
-        self._alive: dict[str, int] = {}  # cycle: descriptor holding the shared lock on its .alive.lock
+        self._alive: set[str] = set()  # the cycles whose .alive.lock this store holds shared
+        self._held = contextlib.ExitStack()  # those locks, let go by close()
         self.reconciliation = Reconciliation()  # what allocating this store's cycle reconciled
 
     # --- database --------------------------------------------------------------------------
@@ -80,8 +80,7 @@ class RecordStore:
         if conn is not None:
             conn.close()
             self._local.conn = None
-        for fd in self._alive.values():
-            os.close(fd)  # releases the cycle's shared lock
+        self._held.close()  # lets the cycles' shared locks go
         self._alive.clear()
 
     # --- cycles ----------------------------------------------------------------------------
@@ -124,9 +123,8 @@ class RecordStore:
         """Take the cycle's shared liveness lock for as long as this store is open."""
         if cycle_id in self._alive:
             return
-        fd = os.open(self.runs_dir / cycle_id / ALIVE_LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        self._alive[cycle_id] = fd
+        self._held.enter_context(file_lock(self.runs_dir / cycle_id / ALIVE_LOCK, shared=True))
+        self._alive.add(cycle_id)
 
     def reconcile(self) -> Reconciliation:
         """Make whole the records of every cycle whose session is gone (:func:`harness.records.reconcile.reconcile`).

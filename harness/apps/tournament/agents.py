@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.apps.tournament.benchmark import SealedPaths
+from harness.apps.tournament.costs import cost_record
 from harness.apps.tournament.gitops import GitRepo
 from harness.base.errors import HarnessError
 from harness.base.jsonschemas import contract
@@ -20,40 +21,38 @@ from harness.base.usage import Spend
 from harness.llm import CallPolicy, GenerationResult, ModelClient, ModelReply, ModelSettings
 from harness.loading.goal import Goal
 
-ZERO_COST = {"input_tokens": 0, "output_tokens": 0, "cache_write_tokens": 0, "cache_read_tokens": 0,
-             "cost_usd": 0.0, "model": None, "calls": 0}
 _TEXT_SUFFIXES = {".py", ".md", ".txt", ".toml", ".cfg", ".ini", ".json", ".yaml", ".yml", ".js", ".ts", ".go",
                   ".rs", ".c", ".h", ".cpp", ".java", ".sh", ".rb"}
 
 
-def add_costs(*costs: dict[str, Any] | None) -> dict[str, Any]:
-    total = dict(ZERO_COST)
-    for cost in costs:
-        if not cost:
-            continue
-        for key in ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens", "calls"):
-            total[key] += int(cost.get(key, 0))
-        total["cost_usd"] = round(total["cost_usd"] + float(cost.get("cost_usd", 0.0)), 6)
-        total["model"] = total["model"] or cost.get("model")
-    return total
-
-
 @dataclass
 class CostMeter:
-    """Tokens and dollars of the calls one step made (thread-safe), priced by the client's policy (the user's
-    price table included); ``cost`` is the step's cost record. A model with no price counts $0 here, and its
-    tokens are kept."""
+    """What the calls of one step took (thread-safe), priced by the client's policy (the user's price table
+    included); ``cost`` is the step's ``cost`` record (:mod:`~harness.apps.tournament.costs`)."""
 
     spend: Spend = field(default_factory=Spend)
 
     def add(self, answer: ModelReply | GenerationResult) -> None:
         self.spend.merge(answer.spend)
 
+    def add_failed(self, error: BaseException) -> None:
+        """The calls of an operation that failed and still cost (a JSON generation whose retry failed)."""
+        spent = getattr(error, "spend", None)
+        if isinstance(spent, Spend):
+            self.spend.merge(spent)
+
     @property
     def cost(self) -> dict[str, Any]:
-        usage = self.spend.usage
-        return {**usage.as_dict(), "cost_usd": round(self.spend.known_cost_usd, 6), "model": self.spend.model,
-                "calls": self.spend.calls}
+        return cost_record(self.spend)
+
+
+class RoleFailed(HarnessError):
+    """A role's model call failed or its answer failed validation; ``cost`` is what its calls took all the
+    same (they were billed)."""
+
+    def __init__(self, message: str, cost: dict[str, Any]):
+        super().__init__(message)
+        self.cost = cost
 
 
 class ModelAccess:
@@ -81,11 +80,16 @@ class ModelAccess:
 
     def generate(self, meter: CostMeter, *, system: str, prompt: str, schema: dict[str, Any],
                  tool_name: str) -> dict[str, Any]:
-        result = self.client.generate_json(system=system, prompt=prompt, schema=schema, tool_name=tool_name)
+        """The role's answer; :class:`RoleFailed`, with what the calls cost, when there is none."""
+        try:
+            result = self.client.generate_json(system=system, prompt=prompt, schema=schema, tool_name=tool_name)
+        except HarnessError as exc:
+            meter.add_failed(exc)
+            raise RoleFailed(str(exc), meter.cost) from None
         meter.add(result)
         if not result.success or result.data is None:
-            raise HarnessError(f"the model's {tool_name} answer failed validation: "
-                               f"{'; '.join(result.validation_errors[:3])}")
+            raise RoleFailed(f"the model's {tool_name} answer failed validation: "
+                             f"{'; '.join(result.validation_errors[:3])}", meter.cost)
         return result.data
 
 

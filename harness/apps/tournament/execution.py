@@ -8,9 +8,10 @@ from __future__ import annotations
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from harness.apps.tournament import agents, critic, plausibility, stats
+from harness.apps.tournament import critic, plausibility, stats
 from harness.apps.tournament.benchmark import SealedManifest
 from harness.apps.tournament.context import Context, fmt
+from harness.apps.tournament.costs import no_cost
 from harness.apps.tournament.executors import ChangeOutcome, executor_kind, make_change
 from harness.apps.tournament.failures import RUN_CATEGORY, failure_analysis
 from harness.apps.tournament.gitops import GitError
@@ -292,5 +293,5 @@ def _failed(ctx: Context, result: ExecutorResult, plan: Plan, category: str, det
     result.status = status or ("timeout" if category == "timeout" else "error")
     result.failure_analysis = failure_analysis(category, detail, plan, ctx.goal)
     if result.cost is None:
-        result.cost = dict(agents.ZERO_COST)
+        result.cost = no_cost()
     return result

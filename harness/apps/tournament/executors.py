@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.apps.tournament.agents import ZERO_COST, CostMeter, ModelAccess, goal_summary
+from harness.apps.tournament.agents import CostMeter, ModelAccess, goal_summary
 from harness.apps.tournament.benchmark import SealedPaths
 from harness.apps.tournament.confine import GoalSandbox
+from harness.apps.tournament.costs import no_cost
 from harness.apps.tournament.gitops import GitError, GitRepo
 from harness.apps.tournament.safety import SafetyGuard
 from harness.apps.tournament.store import append_log
@@ -44,7 +45,7 @@ class ChangeOutcome:
     ok: bool
     detail: str = ""
     category: str | None = None
-    cost: dict[str, Any] = field(default_factory=lambda: dict(ZERO_COST))
+    cost: dict[str, Any] = field(default_factory=no_cost)
     blocked_commands: list[str] = field(default_factory=list)
 
 
@@ -157,6 +158,7 @@ class ModelExecutor:
                 messages.append(Message("assistant", reply.text, tool_calls=(call,)))
                 messages.append(Message("user", tool_results=(ToolResult(call.id, result, is_error),)))
         except HarnessError as exc:
+            self.meter.add_failed(exc)  # what the failed operation spent before it failed
             return self._outcome(False, f"model call failed: {exc}", "infrastructure")
         return self._outcome(True, f"stopped after {self.goal.agents.executor_max_steps} steps")
 

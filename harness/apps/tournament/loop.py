@@ -12,7 +12,6 @@ iteration, not from the resumed one.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from harness.apps.tournament.state import IterationState, RunInfo
 from harness.apps.tournament.store import Layout, histories
 from harness.base.errors import ExitCode, HarnessConfigError, HarnessError
 from harness.base.events import Events, TournamentStep
+from harness.base.fileio import file_lock
 from harness.llm import CallPolicy
 from harness.loading.goal import Goal
 from harness.loading.goal_file import find_goal_file, load_goal
@@ -72,17 +72,12 @@ class ImproveSummary:
 
 @contextlib.contextmanager
 def _run_lock(layout: Layout) -> Iterator[None]:
-    layout.lock_file.parent.mkdir(parents=True, exist_ok=True)
-    with open(layout.lock_file, "a+") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+    """One run of a goal at a time: a second one is refused at once, never left waiting."""
+    with file_lock(layout.lock_file, wait=False) as held:
+        if not held:
             raise RunRefused(f"another `harness improve` run for {layout.slug} is going "
-                             f"({layout.rel(layout.lock_file)} is locked); wait for it to finish") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+                             f"({layout.rel(layout.lock_file)} is locked); wait for it to finish")
+        yield
 
 
 class Tournament:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness.apps.tournament import agents, critic
-from harness.apps.tournament.agents import add_costs
 from harness.apps.tournament.context import Context
+from harness.apps.tournament.costs import cost_said, total_cost
 from harness.apps.tournament.ideas import Idea
 from harness.apps.tournament.models import AgentSettings, ConsumedIdea, Plan
 from harness.apps.tournament.schemas import write_record
@@ -65,9 +65,11 @@ def _research(ctx: Context, n: int, st: IterationState, history: list[dict[str, 
             research.status, research.completed_at = "completed", now_iso()
             research.output_path = ctx.layout.rel(ctx.layout.research(n))
             research.cost = brief["cost"]
-            ctx.echo(f"  research brief: {len(brief['ideas'])} idea(s), ${brief['cost']['cost_usd']:.4f}")
+            ctx.echo(f"  research brief: {len(brief['ideas'])} idea(s), {cost_said(brief['cost'])}")
         except HarnessError as exc:
             research.status, research.error = "failed", str(exc)
+            if isinstance(exc, agents.RoleFailed):
+                research.cost = exc.cost  # the calls were billed all the same
             ctx.echo(f"  research brief: failed ({exc}); planners go on without it")
     ctx.store.save()
     return brief
@@ -97,12 +99,14 @@ def _make_plans(ctx: Context, n: int, st: IterationState, settings: AgentSetting
                 for pid in ids}
         for pid, (doc, error) in agents.run_parallel(jobs, planners).items():
             if error is not None:
-                st.planning.plans[pid] = PlanEntry(status="failed", output_path=None, critic_approved=None,
-                                                   error=str(error))
+                entry = PlanEntry(status="failed", output_path=None, critic_approved=None, error=str(error))
+                if isinstance(error, agents.RoleFailed):
+                    entry.cost = error.cost  # no plan to keep it: the iteration's total counts it from here
+                st.planning.plans[pid] = entry
                 ctx.echo(f"  {pid}: failed ({error})")
                 continue
             docs.append(doc)
-            ctx.echo(f"  {pid}: plan [{doc['approach_family']}], ${doc['cost']['cost_usd']:.4f}")
+            ctx.echo(f"  {pid}: plan [{doc['approach_family']}], {cost_said(doc['cost'])}")
     save_settings(ctx.layout, settings)
     return docs
 
@@ -141,11 +145,13 @@ def _architect(ctx: Context, plans: list[Plan]) -> None:
     for plan in approved:
         value, error = results[plan.plan_id]
         if error is not None:
+            if isinstance(error, agents.RoleFailed):
+                plan.cost = total_cost(plan.cost, error.cost)
             ctx.echo(f"  architect review of {plan.plan_id}: failed ({error}); the critic's verdict stands")
             continue
         review, cost = value
         plan.architect_review = review
-        plan.cost = add_costs(plan.cost, cost)
+        plan.cost = total_cost(plan.cost, cost)
         if review["verdict"] == "reject":
             plan.critic_approved = False
             ctx.echo(f"  architect: {plan.plan_id} rejected ({review['feedback']})")

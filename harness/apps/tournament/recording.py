@@ -7,15 +7,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.apps.tournament import agents, critic
-from harness.apps.tournament.agents import add_costs
+from harness.apps.tournament import critic
 from harness.apps.tournament.context import Context, fmt
+from harness.apps.tournament.costs import cost_said, spend_of, total_cost, unpriced
 from harness.apps.tournament.execution import load_results
 from harness.apps.tournament.failures import failure_analysis
 from harness.apps.tournament.models import BaselineRecord, ExecutorResult, Plan
 from harness.apps.tournament.schemas import write_record
 from harness.apps.tournament.state import ArchivedBranch, Decision, IterationState, Outcome
 from harness.apps.tournament.store import append_array, goal_entries, now_iso
+from harness.llm.prices import missing_price_line
 
 _ACCEPTANCE_KEYS = ("accepted", "decided_by", "test", "p_value", "ci_lower", "gain", "min_effect", "spread",
                     "baseline_median", "candidate_median", "pairs", "baseline_samples", "candidate_samples", "reason")
@@ -56,7 +57,9 @@ def record(ctx: Context, n: int, st: IterationState, plans: list[Plan]) -> None:
     rec.cleanup_done, rec.status, rec.completed_at = True, "completed", now_iso()
     ctx.store.save()
     cost = history["cost"]["total"]
-    ctx.echo(f"  cost: {cost['input_tokens'] + cost['output_tokens']} tokens, ${cost['cost_usd']:.4f}")
+    ctx.echo(f"  cost: {spend_of(cost).usage.total_tokens} tokens, {cost_said(cost)}")
+    for model in unpriced(cost):
+        ctx.echo(f"  {missing_price_line(model)}")
     ctx.echo(f"  merge report: {outcome.status}" + (f" ({outcome.reason})" if outcome.reason else ""))
 
 
@@ -141,9 +144,10 @@ def _history_record(ctx: Context, n: int, st: IterationState, plans: list[Plan],
     rejected = [{"plan_id": p.plan_id, "approach_family": p.approach_family, "hypothesis": p.hypothesis,
                  "reason": p.rejection_reason or f"architect: {(p.architect_review or {}).get('feedback', '')}"}
                 for p in plans if not p.critic_approved]
-    research_cost = st.research.cost
-    plan_costs = {p.plan_id: p.cost or dict(agents.ZERO_COST) for p in plans}
-    exec_costs = {r.executor_id: r.cost or dict(agents.ZERO_COST) for r in results}
+    research_cost = total_cost(st.research.cost)
+    plan_costs = {p.plan_id: total_cost(p.cost) for p in plans}
+    exec_costs = {r.executor_id: total_cost(r.cost) for r in results}
+    failed_planners = [e.cost for e in st.planning.plans.values() if e.output_path is None and e.cost]
     baseline = st.execution.baseline
     return {
         "iteration": n,
@@ -155,8 +159,8 @@ def _history_record(ctx: Context, n: int, st: IterationState, plans: list[Plan],
         "merge_status": outcome.status,
         "rejected_plans": rejected,
         "user_ideas_consumed": st.user_ideas_consumed,
-        "cost": {"research": add_costs(research_cost), "plans": plan_costs, "executors": exec_costs,
-                 "total": add_costs(research_cost, *plan_costs.values(), *exec_costs.values())},
+        "cost": {"research": research_cost, "plans": plan_costs, "executors": exec_costs,
+                 "total": total_cost(research_cost, *plan_costs.values(), *exec_costs.values(), *failed_planners)},
     }
 
 

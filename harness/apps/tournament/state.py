@@ -39,13 +39,14 @@ class ResearchStep(Record):
 class PlanEntry(Record):
     """One planner's (or user idea's) plan: where it is archived and the critic's verdict."""
 
-    OPTIONAL = frozenset({"plan_id", "error"})
+    OPTIONAL = frozenset({"plan_id", "error", "cost"})
 
     status: str
     output_path: str | None = None
     critic_approved: bool | None = None
     plan_id: str | None = None
     error: str | None = None
+    cost: dict[str, Any] | None = None  # a failed planner's calls (a plan that was made keeps its own cost)
 
 
 class PlanningStep(Record):

@@ -15,16 +15,19 @@ the provider calls around each HTTP attempt through :meth:`CallPolicy.http_attem
 from __future__ import annotations
 
 import importlib
+import json
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
+from harness.base import fields
 from harness.base.errors import ExitCode, ModelCallError, did_you_mean
 from harness.base.redaction import redact
 from harness.llm.batching import Batcher
-from harness.llm.deadline import http_event_hooks
+from harness.llm.deadline import call_timed_out, http_event_hooks
 from harness.llm.ratelimit import RateLimiter
 
 if TYPE_CHECKING:
@@ -102,11 +105,28 @@ class Provider(ABC):
         """Close connection pools; a later call opens new ones."""
 
 
+@dataclass(frozen=True)
+class SdkErrors:
+    """A vendor SDK's exception classes, by what each says about a call (both official SDKs have the same
+    ones): :meth:`SdkProvider.failure` words and classifies them the same way for every SDK."""
+
+    base: type[BaseException]  # every error of the SDK (``anthropic.AnthropicError``)
+    timeout: type[BaseException]  # the SDK's own timeout fired (a subclass of ``connection`` in both SDKs)
+    connection: type[BaseException]  # no answer: refused, reset, no route, a proxy's failure
+    status: type[BaseException]  # an HTTP error status; has ``status_code`` and the answer's ``body``
+    unreadable: type[BaseException]  # an answer the SDK could not read (``APIResponseValidationError``)
+    overloaded: tuple[int, ...] = (529,)  # the statuses by which the API says it is overloaded
+
+
 class SdkProvider(Provider):
     """A provider behind a vendor SDK: the key and endpoint it resolved, and one SDK client built on the first
-    call (never at construction: importing an SDK takes up to seconds) and closed with :meth:`close`."""
+    call (never at construction: importing an SDK takes up to seconds) and closed with :meth:`close`.
+
+    What the SDK raises becomes a :class:`ModelCallError` in one place, :meth:`failure`, from the SDK's
+    exception classes (:meth:`sdk_errors`): every SDK provider words and classifies a failure the same way."""
 
     url_variable: ClassVar[str]  # the environment variable of the endpoint, named in errors
+    api_name: ClassVar[str]  # the API the endpoint must serve, named in errors ("the Messages API")
     key_hint: ClassVar[str] = ""  # what else than the key would make a call possible
 
     def __init__(self, settings: ModelSettings, policy: ProviderPolicy, *, api_key: str | None, base_url: str,
@@ -158,6 +178,55 @@ class SdkProvider(Provider):
             sdk, self._sdk = self._sdk, None
         if sdk is not None:
             sdk.close()
+
+    def sdk_errors(self) -> SdkErrors:
+        """The SDK's exception classes (importing the SDK, which a failed call has done already)."""
+        raise NotImplementedError
+
+    def failure(self, err: BaseException) -> BaseException:
+        """What a call through the SDK raised, as the :class:`ModelCallError` of docs/model-calls.md: the call's
+        timeout 81; no answer, a server error 69; a rate limit or an overloaded API 75; a refused key, a rejected
+        request, an answer that is not the API's 76. An exception that is none of these passes through (the policy
+        words it, :func:`provider_failure`)."""
+        if isinstance(err, ModelCallError):
+            return err
+        errors = self.sdk_errors()
+        after = retries_said(self.settings.max_retries)
+        if isinstance(err, errors.timeout):
+            return call_timed_out(self.settings.qualified, self.settings.timeout_s)
+        if isinstance(err, errors.connection):
+            return ModelCallError(f"could not reach the model API at {self._base_url} ({after}): "
+                                  f"{one_line(err.__cause__ or err)}; check the network and {self.url_variable}",
+                                  ExitCode.UNAVAILABLE)
+        if isinstance(err, errors.status):
+            kind, detail = _status_said(err)
+            return status_error(int(getattr(err, "status_code", 0)), kind, detail, model=self.settings.name,
+                                after=after, key_variable=self._key_variable, overloaded=errors.overloaded)
+        if isinstance(err, json.JSONDecodeError):
+            return self.not_the_api(f"with something that is not JSON ({one_line(err)})")
+        if isinstance(err, errors.unreadable):
+            return self.not_the_api(f"with something the SDK could not read ({one_line(err)})")
+        if isinstance(err, (errors.base, ValueError, TypeError)):  # refused by the SDK before it was sent
+            return ModelCallError(f"model call failed before an answer: {one_line(err)}; check the model settings "
+                                  "and message shapes", ExitCode.PROTOCOL)
+        return err
+
+    def not_the_api(self, answered: str) -> ModelCallError:
+        """An answer that is not the API's (``answered`` says what came instead): the endpoint is the wrong one."""
+        return ModelCallError(f"the model API at {self._base_url} answered {answered}; check {self.url_variable} "
+                              f"points at {self.api_name}", ExitCode.PROTOCOL)
+
+
+def _status_said(err: BaseException) -> tuple[str, str]:
+    """``("429 rate_limit_error", "the API's message")`` from a status error: the error object is the answer's
+    ``error`` (Anthropic's body) or the body itself (the openai SDK keeps only that part)."""
+    body = getattr(err, "body", None)
+    body = body if isinstance(body, Mapping) else {}
+    error = body.get("error") if isinstance(body.get("error"), Mapping) else body
+    status = str(getattr(err, "status_code", "?"))
+    kind = f"{status} {error['type']}" if isinstance(error.get("type"), str) and error["type"] else status
+    message = error.get("message") if isinstance(error.get("message"), str) and error["message"].strip() else None
+    return kind, one_line(message or getattr(err, "message", None) or err)
 
 
 def register_provider(name: str, factory: ProviderFactory | str) -> None:
@@ -254,8 +323,8 @@ def model_problem(settings: ModelSettings) -> str | None:
 
 
 def one_line(text: object, limit: int = 300) -> str:
-    flat = " ".join(str(text).split()).rstrip(".")
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+    """An error's text on one line, without its closing full stop (a "; check ..." follows it)."""
+    return fields.one_line(" ".join(str(text).split()).rstrip("."), limit)
 
 
 def retries_said(max_retries: int) -> str:

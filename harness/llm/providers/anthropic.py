@@ -16,10 +16,8 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from harness.base.errors import ExitCode, ModelCallError
 from harness.base.usage import Usage
-from harness.llm.deadline import call_timed_out
-from harness.llm.providers import ProviderPolicy, SdkProvider, one_line, retries_said, status_error
+from harness.llm.providers import ProviderPolicy, SdkErrors, SdkProvider
 from harness.llm.types import Message, ModelReply, ModelRequest, ToolCall
 
 if TYPE_CHECKING:
@@ -76,6 +74,7 @@ class AnthropicProvider(SdkProvider):
     name = "anthropic"
     supports_batch = True
     url_variable = "ANTHROPIC_BASE_URL"
+    api_name = "the Messages API"
 
     def __init__(self, settings: ModelSettings, policy: ProviderPolicy, *, api_key: str | None = None,
                  base_url: str | None = None):
@@ -109,7 +108,7 @@ class AnthropicProvider(SdkProvider):
             if batch:
                 batcher = self.policy.batcher
                 assert batcher is not None
-                future = batcher.submit(params, api=sdk.messages.batches, map_error=self._map_any,
+                future = batcher.submit(params, api=sdk.messages.batches, map_error=self.failure,
                                         group=(self._base_url, self._api_key))
                 message = future.result().model_dump(mode="json")
             else:
@@ -117,46 +116,15 @@ class AnthropicProvider(SdkProvider):
                 # the model costs about a third of the SDK's CPU per call
                 message = json.loads(sdk.messages.with_raw_response.create(**params).http_response.content)
         except Exception as err:
-            raise self._map_any(err) from None
+            raise self.failure(err) from None
         if not isinstance(message, dict) or not isinstance(message.get("content"), list):
-            raise ModelCallError(f"the model API at {self._base_url} answered without message content; "
-                                 "check ANTHROPIC_BASE_URL points at the Messages API", ExitCode.PROTOCOL)
+            raise self.not_the_api("without message content")
         return reply_from_message(message, request.model)
 
-    def _map_any(self, err: BaseException) -> BaseException:
-        """Any exception from the SDK as a ModelCallError (other exceptions pass through)."""
-        import anthropic
-
-        if isinstance(err, ModelCallError):
-            return err
-        if isinstance(err, anthropic.AnthropicError):
-            return self._map_error(err)
-        if isinstance(err, json.JSONDecodeError):
-            return ModelCallError(f"the model API at {self._base_url} answered with something that is not JSON "
-                                  f"({one_line(err)}); check ANTHROPIC_BASE_URL points at the Messages API",
-                                  ExitCode.PROTOCOL)
-        if isinstance(err, (ValueError, TypeError)):  # the SDK refused the request before sending it
-            return ModelCallError(f"model call failed before an answer: {one_line(err)}; check the model settings "
-                                  "and message shapes", ExitCode.PROTOCOL)
-        return err
-
-    def _map_error(self, err: anthropic.AnthropicError) -> ModelCallError:
-        import anthropic
-
-        after = retries_said(self.settings.max_retries)
-        model = self.settings.name
-        if isinstance(err, anthropic.APITimeoutError):
-            return call_timed_out(self.settings.qualified, self.settings.timeout_s)
-        if isinstance(err, anthropic.APIConnectionError):
-            cause = err.__cause__ or err
-            return ModelCallError(f"could not reach the model API at {self._base_url} ({after}): {one_line(cause)}; "
-                                  "check the network and ANTHROPIC_BASE_URL", ExitCode.UNAVAILABLE)
-        if isinstance(err, anthropic.APIStatusError):
-            kind = f"{err.status_code} {err.type}" if err.type else str(err.status_code)
-            return status_error(err.status_code, kind, one_line(err.api_message or err.message), model=model,
-                                after=after, key_variable=self._key_variable)
-        return ModelCallError(f"model API answer not understood ({type(err).__name__}): {one_line(err)}; "
-                              "check ANTHROPIC_BASE_URL points at the Messages API", ExitCode.PROTOCOL)
+    def sdk_errors(self) -> SdkErrors:
+        sdk = import_sdk()
+        return SdkErrors(base=sdk.AnthropicError, timeout=sdk.APITimeoutError, connection=sdk.APIConnectionError,
+                         status=sdk.APIStatusError, unreadable=sdk.APIResponseValidationError, overloaded=(529,))
 
 
 def _tokens_used(response: Any) -> tuple[int, int] | tuple[None, None]:

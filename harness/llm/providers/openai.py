@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.base.errors import ExitCode, ModelCallError
 from harness.base.usage import Usage
-from harness.llm.deadline import call_timed_out
-from harness.llm.providers import ProviderPolicy, SdkProvider, one_line, retries_said, status_error
+from harness.llm.providers import ProviderPolicy, SdkErrors, SdkProvider
 from harness.llm.types import Message, ModelReply, ModelRequest, ToolCall
 
 if TYPE_CHECKING:
@@ -70,6 +69,7 @@ def _preload_quietly() -> None:
 class OpenAIProvider(SdkProvider):
     name = "openai"
     url_variable = "OPENAI_BASE_URL"
+    api_name = "a chat completions API"
     key_hint = " (nor OPENAI_BASE_URL for a server of your own)"
 
     def __init__(self, settings: ModelSettings, policy: ProviderPolicy, *, api_key: str | None = None,
@@ -112,11 +112,10 @@ class OpenAIProvider(SdkProvider):
         try:
             body = json.loads(sdk.chat.completions.with_raw_response.create(**params).http_response.content)
         except Exception as err:
-            raise self._map_any(err) from None
+            raise self.failure(err) from None
         choices = body.get("choices") if isinstance(body, dict) else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
-            raise ModelCallError(f"the model API at {self._base_url} answered without choices; check OPENAI_BASE_URL "
-                                 "points at a chat completions API", ExitCode.PROTOCOL)
+            raise self.not_the_api("without choices")
         return reply_from_completion(body, request.model)
 
     def wire_params(self, request: ModelRequest) -> dict[str, Any]:
@@ -145,34 +144,11 @@ class OpenAIProvider(SdkProvider):
                 "name": request.output_name, "schema": request.output_schema, "strict": False}}
         return params
 
-    def _map_any(self, err: BaseException) -> BaseException:
-        import openai
-
-        if isinstance(err, ModelCallError):
-            return err
-        after = retries_said(self.settings.max_retries)
-        model = self.settings.name
-        if isinstance(err, openai.APITimeoutError):
-            return call_timed_out(self.settings.qualified, self.settings.timeout_s)
-        if isinstance(err, openai.APIConnectionError):
-            cause = err.__cause__ or err
-            return ModelCallError(f"could not reach the model API at {self._base_url} ({after}): {one_line(cause)}; "
-                                  "check the network and OPENAI_BASE_URL", ExitCode.UNAVAILABLE)
-        if isinstance(err, openai.APIStatusError):
-            body = err.body if isinstance(err.body, Mapping) else {}
-            error = body.get("error") if isinstance(body.get("error"), Mapping) else body
-            kind = f"{err.status_code} {error.get('type')}" if error.get("type") else str(err.status_code)
-            detail = one_line(error.get("message") or err.message)
-            return status_error(err.status_code, kind, detail, model=model, after=after,
-                                key_variable=self._key_variable, overloaded=(503,))
-        if isinstance(err, json.JSONDecodeError):
-            return ModelCallError(f"the model API at {self._base_url} answered with something that is not JSON "
-                                  f"({one_line(err)}); check OPENAI_BASE_URL points at a chat completions API",
-                                  ExitCode.PROTOCOL)
-        if isinstance(err, (openai.OpenAIError, ValueError, TypeError)):
-            return ModelCallError(f"model call failed before an answer: {one_line(err)}; check the model settings",
-                                  ExitCode.PROTOCOL)
-        return err
+    def sdk_errors(self) -> SdkErrors:
+        sdk = import_sdk()
+        # OpenAI says "overloaded" with 503 (its 529 is no status of OpenAI's: a server error, as any 5xx)
+        return SdkErrors(base=sdk.OpenAIError, timeout=sdk.APITimeoutError, connection=sdk.APIConnectionError,
+                         status=sdk.APIStatusError, unreadable=sdk.APIResponseValidationError, overloaded=(503,))
 
 
 def _wire_messages(message: Message) -> list[dict[str, Any]]:
