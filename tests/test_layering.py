@@ -34,6 +34,7 @@ DEFERRED = {
     **{("harness.face.plugin", target): PLUGIN_STAYS_LIGHT for target in (
         "harness.base.errors", "harness.base.models", "harness.base.redaction", "harness.face.hookspecs",
         "harness.face.nodes", "harness.face.report_text", "harness.face.scheduler", "harness.face.session",
+        "harness.evaluation.items",
         "harness.llm", "harness.llm.prices", "harness.llm.providers", "harness.loading", "harness.records")},
     **{("harness.apps.tracking.cli", target): PANDAS_WHEN_NEEDED for target in (
         "harness.apps.tracking.compare", "harness.apps.tracking.frames", "harness.apps.tracking.history",
@@ -201,9 +202,10 @@ def test_the_old_import_paths_name_the_same_modules() -> None:
 
     for old, new in harness.MOVED.items():
         assert importlib.import_module(old) is importlib.import_module(new), old
-    from harness.base.events import ItemFinished as new_event
     from harness.events import ItemFinished
     from harness.tracking.plots import plot_trajectories
+
+    from harness.base.events import ItemFinished as new_event
 
     assert ItemFinished is new_event and plot_trajectories.__module__ == "harness.apps.tracking.plots"
     from harness.checks import Fields  # the name check kinds' docs give

@@ -16,7 +16,7 @@ from harness.apps.cli import main
 from harness.apps.tracking.compare import DimensionDrop, Regression
 from harness.apps.tracking.markdown import append_step_summary, render_markdown
 from harness.apps.tracking.report import CSP, render_html
-from harness.apps.tracking.results import ItemResult, results_from_records
+from harness.apps.tracking.results import ReportItem, results_from_records
 
 
 @pytest.fixture
@@ -40,9 +40,9 @@ def test_markdown_lists_failed_items_first_with_their_worst_dimensions(work: tup
 def test_markdown_lists_regressions_with_before_and_after() -> None:
     regression = Regression("s.yaml::c", 0.91, 0.78, True, (DimensionDrop("accuracy", 0.9, 0.6),))
     results = [
-        ItemResult("s.yaml::c", "passed", 0.78, 0.7, 1, 0.01, agent="w", case="c", test_outcome="failed",
+        ReportItem("s.yaml::c", "passed", 0.78, 0.7, 1, 0.01, agent="w", case="c", test_outcome="failed",
                    regression=regression),
-        ItemResult("s.yaml::d", "passed", 0.95, 0.7, 1, 0.01, agent="w", case="d", test_outcome="passed"),
+        ReportItem("s.yaml::d", "passed", 0.95, 0.7, 1, 0.01, agent="w", case="d", test_outcome="passed"),
     ]
     text = render_markdown(results, baseline="2026-01-30-001")
     assert "| ❌ regressed | `w::c` | 0.78 |" in text
@@ -51,7 +51,7 @@ def test_markdown_lists_regressions_with_before_and_after() -> None:
 
 
 def test_markdown_escapes_table_breakers() -> None:
-    result = ItemResult("n", "failed", 0.1, 0.8, 1, agent="a", case="c",
+    result = ReportItem("n", "failed", 0.1, 0.8, 1, agent="a", case="c",
                         dimensions={"x": {"score": 0.1, "weight": 1.0, "reason": "a | b\nnew line"}})
     row = next(line for line in render_markdown([result]).splitlines() if "`a::c`" in line)
     assert "a \\| b new line" in row

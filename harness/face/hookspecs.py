@@ -15,7 +15,53 @@ if TYPE_CHECKING:
     from harness.base.events import Event
     from harness.base.models import AgentConfig, RunnerSpec
     from harness.checks import CheckParser
+    from harness.evaluation.items import ItemKind
     from harness.evaluation.runners import Runner
+
+
+def pytest_harness_item_kinds() -> list[ItemKind]:
+    """Return the kinds of item this plugin adds: instances of subclasses of
+    :class:`harness.evaluation.items.ItemKind`, each with its own ``name``.
+
+    A kind says which files it collects (``claims``, cheap: a suffix or a folder), what items a file holds
+    (``collect``: :class:`~harness.evaluation.items.ItemSpec` each; a mistake is a ``HarnessConfigError`` naming
+    the file, the field and the fix, shown as one collection line) and how one item runs (``run``, maybe on a
+    worker thread, from the shared steps of ``context.item_run(...)``, which record every attempt and emit its
+    events). Its items run concurrently beside the cases, honour ``-x``, ``--maxfail``, Ctrl-C, the cost cap,
+    ``--rubric`` and pytest-xdist, and their results reach the summary, JUnit XML, ``harness history`` and the
+    records like a case's. A name already taken is refused. For example, answers kept in ``*.smoke.yaml`` files,
+    scored by a rubric::
+
+        from harness.evaluation.items import ItemKind, ItemSpec
+
+        class Smoke(ItemKind):
+            name = "smoke"
+
+            def claims(self, path, *, rubrics_dir):
+                return path.name.endswith(".smoke.yaml")
+
+            def collect(self, path, context):
+                rubric = context.rubric(context.rubrics_dir / "quality.yaml")
+                for line, answer in enumerate(path.read_text().splitlines()):
+                    yield ItemSpec(name=f"answer{line}", label=answer[:40], payload=answer, line=line,
+                                   rubrics=(rubric.name,), agent="smoke", case=f"answer{line}",
+                                   threshold=rubric.threshold)
+
+            def run(self, spec, nodeid, context):
+                run = context.item_run(nodeid, spec, context.rubric(context.rubrics_dir / "quality.yaml"))
+                run.start(1)
+                with run.attempt() as attempt:
+                    attempt.keep(spec.payload)
+                    attempt.evaluate()
+                    attempt.decide()
+                return run.finish()
+
+        def pytest_harness_item_kinds():
+            return [Smoke()]
+
+    Installed packages may instead declare an entry point in the ``harness.item_kinds`` group (a class or an
+    instance).
+    """
 
 
 def pytest_harness_runner_kinds() -> list[str]:

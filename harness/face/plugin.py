@@ -19,7 +19,8 @@ from harness.face.options import add_options, read_settings, rubrics_dir
 if TYPE_CHECKING:
     from harness.face.session import HarnessSession
 
-RUBRIC_SUFFIXES = (".yaml", ".yml", ".json")  # JSON: the review rubrics of a prompt registry
+# The case kind's files (harness.evaluation.items.case), named here without importing it: a project that has
+# not opted in but has case files gets a hint, and nothing of the harness is imported for it.
 CASE_SUFFIXES = (".cases.yaml", ".cases.yml")
 ACTIVE = pytest.StashKey[bool]()
 SESSION_TOKEN = pytest.StashKey[str]()
@@ -27,6 +28,8 @@ SETTINGS = pytest.StashKey[dict]()
 CUT_SHORT_BY_COST_CAP = pytest.StashKey[bool]()  # the exit status became 82 (pytest_sessionfinish)
 PROPERTIES_REDACTED = pytest.StashKey[int]()  # how many of the item's user_properties are redacted already
 PROVIDERS_ADDED = pytest.StashKey[list]()  # the providers this session's plugins registered
+KIND_PROBLEMS = pytest.StashKey[set]()  # the broken kinds already reported at collection
+ITEM_KINDS = pytest.StashKey[tuple]()  # (the plugins implementing pytest_harness_item_kinds, the kinds in effect)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -53,6 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "harness_case: an agent case run by pytest-rubric")
     config.stash[SETTINGS] = read_settings(config)  # a bad option or ini value is a usage error here
     _register_providers(config)
+    _item_kinds(config)  # a kind the project's conftest adds that cannot be used: one usage error, here
     rubric = config.getoption("harness_rubric")
     if rubric is not None:
         known = known_rubrics(rubrics_dir(config))
@@ -84,16 +88,14 @@ def _activate(config: pytest.Config) -> HarnessSession:
     return config.stash[SESSION_KEY]
 
 
-def _check_cost_cap_can_hold(config: pytest.Config, items: list[pytest.Item]) -> None:
+def _check_cost_cap_can_hold(config: pytest.Config, items: list) -> None:  # noqa: ANN401 - list[KindItem]
     """--harness-max-cost with a model that has no price cannot hold: a usage error before anything runs."""
-    from harness.face.nodes import CaseItem
     from harness.face.session import harness_session
 
     hs = harness_session(config)
     if hs.max_cost_usd is None:
         return
-    models = {hs.model_for(item.agent, role).qualified: item.agent.name
-              for item in items if isinstance(item, CaseItem) for role in item.agent.models}
+    models = {model: item.spec.agent or item.name for item in items for model in item.spec.models}
     for model, agent in sorted(models.items()):
         if not hs.policy.has_price(model):
             from harness.llm import missing_price_line
@@ -126,42 +128,68 @@ def _register_providers(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    name = file_path.name
-    if not enabled(parent.config):
-        if name.endswith(CASE_SUFFIXES):
-            note_forgotten(parent.config, file_path)
+    config = parent.config
+    if not enabled(config):
+        if file_path.name.endswith(CASE_SUFFIXES):
+            note_forgotten(config, file_path)
         return None
-    if name.endswith(CASE_SUFFIXES):
-        _activate(parent.config)
-        from harness.face.nodes import CaseFile
+    where = rubrics_dir(config)
+    try:
+        kinds = _item_kinds(config)
+    except pytest.UsageError as exc:  # a conftest further down the tree added a kind that cannot be used
+        reported = config.stash.setdefault(KIND_PROBLEMS, set())
+        if str(exc) in reported:
+            return None
+        reported.add(str(exc))  # said once, on the first file met
+        from harness.face.nodes import BrokenFile
 
-        return CaseFile.from_parent(parent, path=file_path)
-    if file_path.suffix in RUBRIC_SUFFIXES and file_path.parent == rubrics_dir(parent.config):
-        _activate(parent.config)
-        from harness.face.nodes import RubricFile
+        return BrokenFile.from_parent(parent, path=file_path, problem=str(exc))
+    for kind in kinds:
+        if kind.claims(file_path, rubrics_dir=where):
+            _activate(config)
+            from harness.face.nodes import KindFile
 
-        return RubricFile.from_parent(parent, path=file_path)
+            return KindFile.from_parent(parent, path=file_path, kind=kind)
     return None
+
+
+def _item_kinds(config: pytest.Config) -> list:  # noqa: ANN401 - list[ItemKind], imported only here
+    """The kinds of item in effect, made again only when the plugins implementing the hook change (a conftest
+    further down the tree may add one). A kind that cannot be used is a usage error naming the plugin."""
+    implementers = tuple(impl.plugin for impl in config.hook.pytest_harness_item_kinds.get_hookimpls())
+    cached = config.stash.get(ITEM_KINDS, None)
+    if cached is None or cached[0] != implementers:
+        from harness.base.errors import HarnessConfigError
+        from harness.face.session import item_kinds
+
+        try:
+            cached = (implementers, item_kinds(config))
+        except HarnessConfigError as exc:
+            raise pytest.UsageError(exc.message(config.rootpath)) from None
+        config.stash[ITEM_KINDS] = cached
+    return cached[1]
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not config.stash.get(ACTIVE, False):
         return
-    from harness.face.nodes import CASE_COUNTS, CaseItem, HarnessItem
+    from harness.face.nodes import KindItem
+    from harness.face.session import harness_session
 
+    ours = [item for item in items if isinstance(item, KindItem)]
     counts: dict[str, int] = {}
-    for item in items:
-        if isinstance(item, CaseItem):
-            counts[item.agent.name] = counts.get(item.agent.name, 0) + 1
-    config.stash[CASE_COUNTS] = counts
-    _check_cost_cap_can_hold(config, items)
+    for item in ours:
+        if item.spec.agent:
+            counts[item.spec.agent] = counts.get(item.spec.agent, 0) + 1
+    harness_session(config).items_per_agent = counts
+    _check_cost_cap_can_hold(config, ours)
     wanted = config.getoption("harness_rubric")
     if wanted is None:
         return
     keep, drop = [], []
     for item in items:
-        chosen = isinstance(item, HarnessItem) and wanted in (item.rubric.name, item.rubric.rubric_id)
+        chosen = isinstance(item, KindItem) and wanted in item.spec.rubrics
         (keep if chosen else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
@@ -217,15 +245,15 @@ def _redact_failure_text(report: pytest.TestReport | pytest.CollectReport, redac
 
 
 def _record_verdict(item: pytest.Item, report: pytest.TestReport) -> None:
-    from harness.face.nodes import CaseItem
+    from harness.evaluation.items import ItemResult
 
-    if isinstance(item, CaseItem) and any(name == "harness_outcome" for name, _ in item.user_properties):
+    result = ItemResult.read(item.user_properties)
+    if result is not None:
         from harness.face.report_text import default_verdict, verdict_word
         from harness.face.session import harness_session
 
         word = verdict_word(report)
-        outcome = next(value for name, value in item.user_properties if name == "harness_outcome")
-        if word != default_verdict(outcome):  # the usual word is implied by the outcome: no write for it
+        if word != default_verdict(result.outcome):  # the usual word is implied by the outcome: no write for it
             hs = harness_session(item.config)
             hs.store.record_verdict(hs.cycle_id, item.nodeid, word)
 
@@ -243,20 +271,20 @@ def pytest_configure_node(node) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> None:
-    """Start every case's work concurrently; pytest's own loop then reports them in order."""
+    """Start every item's work concurrently; pytest's own loop then reports them in order."""
     config = session.config
     if not config.stash.get(ACTIVE, False) or config.option.collectonly or hasattr(config, "workerinput"):
         return None  # xdist workers run the items they are sent, one at a time
-    from harness.face.nodes import CaseItem
+    from harness.face.nodes import KindItem
     from harness.face.scheduler import CaseScheduler
     from harness.face.session import harness_session
 
     hs = harness_session(config)
-    cases = [item for item in session.items if isinstance(item, CaseItem)]
-    workers = len(cases) if hs.batch else min(hs.concurrency, len(cases))
+    work = [item for item in session.items if isinstance(item, KindItem) and item.spec.concurrent]
+    workers = len(work) if hs.batch else min(hs.concurrency, len(work))
     if workers > 1:
         hs.scheduler = CaseScheduler(max_workers=workers, stop=hs.stop)
-        hs.scheduler.submit_all([(item.nodeid, item.run_case) for item in cases])
+        hs.scheduler.submit_all([(item.nodeid, item.run_item) for item in work])
     return None
 
 
@@ -299,7 +327,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         return
     from harness.face.report_text import (
         not_run_by_cost_cap,
-        properties_of,
+        result_of,
         summary_lines,
         tally,
         unconfined_line,
@@ -309,10 +337,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
     reports = [r for key in ("passed", "failed", "skipped", "xfailed", "xpassed", "error")
                for r in terminalreporter.stats.get(key, []) if getattr(r, "when", "call") == "call"]
-    tallies = tally((r.nodeid, properties_of(r), verdict_word(r)) for r in reports)
+    results = [(r.nodeid, result_of(r), verdict_word(r)) for r in reports]
+    tallies = tally(results)
     if not tallies:
         return
-    cycles = sorted({p.get("harness_cycle") for r in reports if (p := properties_of(r)).get("harness_cycle")})
+    ours = [result for _, result, _ in results if result is not None]
+    cycles = sorted({result.cycle for result in ours if result.cycle})
     terminalreporter.write_sep("=", "harness summary")
     terminalreporter.write_line(f"cycle {', '.join(cycles)} - records in {config.stash[SETTINGS]['work_dir']}")
     from harness.records import reconciliation_note
@@ -321,11 +351,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         terminalreporter.write_line(note, yellow=True)  # what this session finished of a killed one's records
     for line in summary_lines(tallies):
         terminalreporter.write_line(line)
-    for model in unpriced_models(properties_of(r) for r in reports):  # the cost column leaves them out
+    for model in unpriced_models(ours):  # the cost column leaves them out
         from harness.llm.prices import missing_price_line
 
         terminalreporter.write_line(missing_price_line(model), yellow=True)
-    unconfined = unconfined_line(properties_of(r) for r in reports)
+    unconfined = unconfined_line(ours)
     if unconfined:
         terminalreporter.write_line(unconfined, yellow=True)
     if config.stash.get(ACTIVE, False):

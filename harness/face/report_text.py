@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from harness.evaluation.engine import LoopResult
+from harness.evaluation.items.result import ItemResult
+from harness.evaluation.steps import LoopResult
 
 REASON_WIDTH = 90
 
@@ -89,9 +89,9 @@ class RubricTally:
     # per dimension with a scale or choices: how often the judge gave each rating or label
     answers: dict[str, Counter[str | int]] = field(default_factory=dict)
 
-    def add(self, props: dict[str, Any], nodeid: str = "", word: str = "") -> None:
+    def add(self, result: ItemResult, nodeid: str = "", word: str = "") -> None:
         """One item; ``word`` is pytest's verdict on it (passed, failed, skipped, xfailed, xpassed)."""
-        outcome = props.get("harness_outcome")
+        outcome = result.outcome
         self.items += 1
         self.passed += word in ("passed", "xpassed")
         self.indeterminate += outcome == "indeterminate"
@@ -99,34 +99,29 @@ class RubricTally:
         self.errors += outcome in ("error", "validation_failed")
         if word != "skipped":  # the pass rate divides by the items pytest passed or failed, as it counts them
             self.scored += 1
-        if props.get("harness_score") is not None:
-            self.scores.append(float(props["harness_score"]))
-        self.attempts.append(int(props.get("harness_attempts") or 0))
-        self.input_tokens += int(props.get("harness_input_tokens") or 0)
-        self.output_tokens += int(props.get("harness_output_tokens") or 0)
-        self.cost_usd += float(props.get("harness_cost_usd") or 0.0)
-        self.cached_answers += int(props.get("harness_cached_answers") or 0)
-        if outcome == "indeterminate" and props.get("harness_unscored"):
-            self.unscored_because[str(props["harness_unscored"]).removeprefix("not scored (indeterminate): ")] += 1
-        samples = props.get("harness_samples")
-        if samples:
-            values = json.loads(samples) if isinstance(samples, str) else samples
-            self.spreads.append(max(values) - min(values))
-        if props.get("harness_unstable") in (True, "True", "true"):
+        if result.score is not None:
+            self.scores.append(result.score)
+        self.attempts.append(result.attempts)
+        self.input_tokens += result.input_tokens
+        self.output_tokens += result.output_tokens
+        self.cost_usd += result.cost_usd
+        self.cached_answers += result.cached_answers
+        if outcome == "indeterminate" and result.unscored:
+            self.unscored_because[result.unscored.removeprefix("not scored (indeterminate): ")] += 1
+        if result.spread is not None:
+            self.spreads.append(result.spread)
+        if result.unstable:
             self.unstable.append(nodeid)
-        dimensions = props.get("harness_dimensions")
-        for dim_id, dim in (json.loads(dimensions) if isinstance(dimensions, str) else dimensions or {}).items():
-            given = dim.get("label", dim.get("rating"))
-            if given is not None:
-                self.answers.setdefault(dim_id, Counter())[given] += 1
+        for dim_id, given in result.answers().items():
+            self.answers.setdefault(dim_id, Counter())[given] += 1
 
 
-def tally(results: Iterable[tuple[str, dict[str, Any], str]]) -> dict[str, RubricTally]:
-    """Per rubric totals from ``(nodeid, user_properties, pytest's word)``."""
+def tally(results: Iterable[tuple[str, ItemResult | None, str]]) -> dict[str, RubricTally]:
+    """Per rubric totals from ``(nodeid, the item's result, pytest's word)``."""
     tallies: dict[str, RubricTally] = {}
-    for nodeid, props, word in results:
-        if "harness_outcome" in props:
-            tallies.setdefault(props["harness_rubric"], RubricTally()).add(props, nodeid, word)
+    for nodeid, result, word in results:
+        if result is not None:
+            tallies.setdefault(result.rubric or result.kind, RubricTally()).add(result, nodeid, word)
     return dict(sorted(tallies.items()))
 
 
@@ -197,19 +192,18 @@ def progress_printer(config: Any, hs: Any) -> Callable[[], None] | None:
 
 
 def not_run_by_cost_cap(reporter: Any) -> int:
-    """How many items the cost cap left not run (their ``harness_not_run`` property), xdist workers' included,
-    from the terminal reporter's statistics."""
-    return sum(properties_of(report).get("harness_not_run") == "cost_cap"
+    """How many items the cost cap left not run, xdist workers' included, from the terminal reporter's statistics."""
+    return sum(ItemResult.read_not_run(getattr(report, "user_properties", ()) or ()) == "cost_cap"
                for report in getattr(reporter, "stats", {}).get("skipped", []))
 
 
-def properties_of(report: Any) -> dict[str, Any]:
-    props = dict(getattr(report, "user_properties", ()) or ())
-    if props.get("harness_outcome") == "passed" and getattr(report, "failed", False):
-        props["harness_outcome"] = "failed"  # a gate after the loop failed it (e.g. --harness-compare)
-    if isinstance(props.get("harness_dimensions"), str):
-        props["harness_dimensions"] = json.loads(props["harness_dimensions"])
-    return props
+def result_of(report: Any) -> ItemResult | None:
+    """The item's result on its report; an item a gate failed after its loop passed (``--harness-compare``)
+    reads as failed."""
+    result = ItemResult.read(getattr(report, "user_properties", ()) or ())
+    if result is not None and result.outcome == "passed" and getattr(report, "failed", False):
+        result = dataclasses.replace(result, outcome="failed")
+    return result
 
 
 def verdict_word(report: Any) -> str:
@@ -219,23 +213,16 @@ def verdict_word(report: Any) -> str:
     return report.outcome
 
 
-def unpriced_models(properties: Iterable[Mapping[str, Any]]) -> list[str]:
-    """The models whose cost is unknown (no price), from the items' ``harness_models`` properties."""
-    found: set[str] = set()
-    for props in properties:
-        try:
-            per_model = json.loads(props.get("harness_models") or "{}")
-        except (TypeError, ValueError):
-            continue
-        found |= {model for model, spent in per_model.items() if spent.get("cost_usd") is None}
-    return sorted(found)
+def unpriced_models(results: Iterable[ItemResult]) -> list[str]:
+    """The models whose cost is unknown (no price)."""
+    return sorted({model for result in results for model in result.unpriced_models})
 
 
-def unconfined_line(properties: Iterable[Mapping[str, Any]]) -> str | None:
+def unconfined_line(results: Iterable[ItemResult]) -> str | None:
     """The one line naming the commands that ran without the sandbox (ini harness_unconfined), with their items."""
     items: dict[str, int] = {}
-    for props in properties:
-        for name in filter(None, str(props.get("harness_unconfined") or "").split(",")):
+    for result in results:
+        for name in result.unconfined:
             items[name] = items.get(name, 0) + 1
     if not items:
         return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,16 @@ import pytest
 
 from harness.base.errors import HarnessConfigError
 from harness.base.events import AttemptFinished, Event, Events
-from harness.base.models import AgentConfig, ModelSettings
+from harness.base.models import DEFAULT_THRESHOLD, AgentConfig, ModelSettings, Rubric, RunnerSpec, SuiteConfig
 from harness.base.stop import StopFlag
+from harness.checks import CheckParser, with_plugin_kinds
+from harness.evaluation.items import ItemKind, ItemSpec, entry_point_kinds
+from harness.evaluation.items import with_plugin_kinds as with_plugin_item_kinds
+from harness.evaluation.runners import Runner
+from harness.evaluation.steps import ItemRun
 from harness.face.scheduler import CaseScheduler
 from harness.llm import CallPolicy, ModelClient
+from harness.loading import load_rubric, load_suite
 from harness.records import RecordStore, RecordWriter
 
 SESSION_KEY = pytest.StashKey["HarnessSession"]()
@@ -50,6 +57,7 @@ class HarnessSession:
     last_progress: float = field(default_factory=time.monotonic)
     batch_status: str | None = None
     events: Events = field(default_factory=Events)  # the run's event stream (harness.base.events)
+    items_per_agent: dict[str, int] = field(default_factory=dict)  # counted at collection: 2+ share a folder
     _policy: CallPolicy | None = None
     _store: RecordStore | None = None
     _cycle_id: str | None = None
@@ -171,6 +179,66 @@ class HarnessSession:
         if isinstance(value, HarnessConfigError):
             raise value
         return value
+
+
+    # -- what item kinds use of the session (harness.evaluation.items.ItemContext) ---------------------------
+
+    def rubric(self, path: Path) -> Rubric:
+        """The rubric at ``path``, loaded once per session with the check kinds plugins add."""
+        return self.cached("rubric", path, lambda: load_rubric(path, import_root=self.import_root,
+                                                               check_kinds=self.check_kinds(),
+                                                               input_roots=self.input_roots))
+
+    def suite(self, path: Path) -> SuiteConfig:
+        """The agents.yaml at ``path``, loaded once per session."""
+        return self.cached("suite", path, lambda: load_suite(path, rubrics_dir=self.rubrics_dir,
+                                                             runner_kinds=self.runner_kinds(),
+                                                             input_roots=self.input_roots))
+
+    def check_kinds(self) -> Mapping[str, CheckParser]:
+        """The built-in check kinds plus those plugins add (``pytest_harness_check_kinds``). Each plugin's hook is
+        called on its own, so that a kind shadowing another is refused naming the plugin (a conftest by its file)."""
+        impls = self.config.hook.pytest_harness_check_kinds.get_hookimpls()
+        return with_plugin_kinds((getattr(impl.plugin, "__file__", None) or impl.plugin_name, impl.function())
+                                 for impl in impls if not (impl.hookwrapper or impl.wrapper))
+
+    def runner_kinds(self) -> list[str]:
+        kinds: list[str] = []
+        for names in self.config.hook.pytest_harness_runner_kinds():
+            kinds.extend(n for n in names if n not in kinds)
+        return kinds
+
+    def make_runner(self, spec: RunnerSpec, role: str, agent: AgentConfig) -> Runner | None:
+        return self.config.hook.pytest_harness_make_runner(spec=spec, role=role, agent=agent, config=self.config)
+
+    def model_name(self, agent: AgentConfig, role: str) -> str:
+        return self.model_for(agent, role).qualified
+
+    @property
+    def calibration_suite(self) -> Path | None:
+        path = self.import_root / self.config.getini("harness_suite")
+        return path if path.is_file() else None
+
+    def item_run(self, nodeid: str, spec: ItemSpec, rubric: Rubric) -> ItemRun:
+        """The run of one item from the shared steps: its records under ``runs/{cycle}/{agent}`` (a folder per
+        case when the agent has several items in the session)."""
+        agent = spec.agent or spec.name
+        shared = self.items_per_agent.get(agent, 1) > 1
+        location = self.store.location(self.cycle_id, agent, (spec.case or spec.name) if shared else None)
+        threshold = spec.threshold if spec.threshold is not None else rubric.effective_threshold(DEFAULT_THRESHOLD)
+        return ItemRun(nodeid, agent, spec.case or spec.name, rubric, threshold, location, self.events, self.stop)
+
+    def item_kinds(self) -> list[ItemKind]:
+        return item_kinds(self.config)
+
+
+def item_kinds(config: pytest.Config) -> list[ItemKind]:
+    """The built-in item kinds, then those plugins add (``pytest_harness_item_kinds``, the ``harness.item_kinds``
+    entry points), each plugin's hook called on its own so a clash names the plugin."""
+    impls = config.hook.pytest_harness_item_kinds.get_hookimpls()
+    contributions = [(getattr(impl.plugin, "__file__", None) or impl.plugin_name, impl.function())
+                     for impl in impls if not (impl.hookwrapper or impl.wrapper)]
+    return with_plugin_item_kinds([*contributions, *entry_point_kinds()])
 
 
 def harness_session(config: pytest.Config) -> HarnessSession:

@@ -9,7 +9,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.apps.tracking.results import ItemResult
+from harness.apps.tracking.results import ReportItem
 from harness.base.fileio import append_text, atomic_write_text
 from harness.face.report_text import VERDICTS
 
@@ -33,7 +33,7 @@ def _score(value: float | None, digits: int = 2) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
-def _status(result: ItemResult) -> str:
+def _status(result: ReportItem) -> str:
     if result.regression is not None and result.failed and result.outcome == "passed":
         return "❌ regressed"
     if result.failed and result.outcome == "passed":
@@ -41,7 +41,7 @@ def _status(result: ItemResult) -> str:
     return f"{STATUS_ICON.get(result.outcome, '')} {result.outcome}".strip()
 
 
-def summary_counts(results: Sequence[ItemResult]) -> str:
+def summary_counts(results: Sequence[ReportItem]) -> str:
     """The counts in pytest's words and order (``1 failed, 2 passed, 1 skipped``), then attempts and cost."""
     counts = {word: sum(r.verdict == word for r in results) for word in VERDICTS}
     parts = [f"**{n} {word}**" if word == "failed" else f"{n} {word}" for word, n in counts.items() if n]
@@ -52,10 +52,10 @@ def summary_counts(results: Sequence[ItemResult]) -> str:
     return f"{', '.join(parts) or 'no items'} · {attempts} attempts · ${cost:.4f}{replayed}"
 
 
-def render_markdown(results: Sequence[ItemResult], *, title: str = "pytest-rubric",
+def render_markdown(results: Sequence[ReportItem], *, title: str = "pytest-rubric",
                     baseline: str | None = None) -> str:
     """Failed items first, each with its worst dimensions; then the regressions against the baseline."""
-    results = sorted(results, key=ItemResult.sort_key)
+    results = sorted(results, key=ReportItem.sort_key)
     cycles = sorted({r.cycle for r in results if r.cycle})
     heading = f"## {title}" + (f" · cycle {', '.join(cycles)}" if cycles else "")
     lines = [heading, "", summary_counts(results) + (f" · baseline {baseline}" if baseline else ""), ""]

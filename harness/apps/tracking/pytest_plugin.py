@@ -9,7 +9,6 @@ controller writes files. A session without harness items and without our options
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,8 @@ from harness.apps.tracking.compare import (
     parse_baseline,
     parse_margins,
 )
-from harness.apps.tracking.results import BASELINE_PROP, REGRESSION_PROP, ItemResult, from_user_properties
+from harness.apps.tracking.results import ReportItem, from_user_properties
+from harness.evaluation.items.result import ItemResult
 from harness.face.activation import add_option, enabled
 from harness.face.report_text import verdict_word
 
@@ -45,7 +45,7 @@ class TrackingState:
     compare: str | None = None
     margins: Margins | None = None
     baseline: Baseline | None = None
-    results: list[ItemResult] = field(default_factory=list)
+    results: list[ReportItem] = field(default_factory=list)
     written: list[tuple[str, Path]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -171,46 +171,30 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     if report.when != "call":
         return report
-    props = dict(item.user_properties)
-    if "harness_outcome" not in props and "harness_score" not in props:
-        return report
-    added: list[tuple[str, Any]] = []
+    result = ItemResult.read(item.user_properties)
     state = item.config.stash.get(TRACKING_KEY, None)
-    regression = _regression(state, report.nodeid, props) if state is not None else None
-    if state is not None and state.baseline is not None:
-        found = state.baseline.find(report.nodeid, props.get("harness_agent"), props.get("harness_case"))
-        if found is not None:
-            added.append((BASELINE_PROP, found.score))
-    if regression is not None:
-        added.append((REGRESSION_PROP, json.dumps(regression.to_json())))
-        if report.passed:
-            report.outcome = "failed"
-            report.longrepr = _regression_text(regression, state)
+    if result is None or state is None or state.baseline is None:
+        return report
+    found = state.baseline.find(report.nodeid, result.agent, result.case)
+    regression = _regression(state, report.nodeid, result)
+    added = result.gate_properties(None if regression is None else regression.to_json(),
+                                   None if found is None else found.score)
+    if regression is not None and report.passed:
+        report.outcome = "failed"
+        report.longrepr = _regression_text(regression, state)
     item.user_properties.extend(added)
     report.user_properties.extend(added)
     return report
 
 
-def _dimension_scores(value: Any) -> dict[str, float | None]:
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return {}
-    if not isinstance(value, dict):
-        return {}
-    return {k: (v.get("score") if isinstance(v, dict) else v) for k, v in value.items()}
-
-
-def _regression(state: TrackingState, nodeid: str, props: dict[str, Any]) -> Regression | None:
+def _regression(state: TrackingState, nodeid: str, result: ItemResult) -> Regression | None:
     if state.baseline is None or state.margins is None:
         return None
-    base = state.baseline.find(nodeid, props.get("harness_agent"), props.get("harness_case"))
+    base = state.baseline.find(nodeid, result.agent, result.case)
     if base is None:
         return None
-    score = props.get("harness_score")
-    return compare_item(nodeid, base, None if score is None else float(score),
-                        _dimension_scores(props.get("harness_dimensions")), state.margins)
+    dimensions = {name: (dim.get("score") if isinstance(dim, dict) else dim) for name, dim in result.dimensions.items()}
+    return compare_item(nodeid, base, result.score, dimensions, state.margins)
 
 
 def _regression_text(regression: Regression, state: TrackingState) -> str:
@@ -242,7 +226,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = config.stash.get(TRACKING_KEY, None)
     if state is None or hasattr(config, "workerinput"):
         return
-    results = sorted(state.results, key=ItemResult.sort_key)
+    results = sorted(state.results, key=ReportItem.sort_key)
     baseline = state.baseline.cycle_id if state.baseline else None
     outputs = []
     if state.markdown or (results and os.environ.get("GITHUB_STEP_SUMMARY")):
@@ -258,7 +242,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             state.problems.append(f"{what} not written: {type(exc).__name__}: {exc}")
 
 
-def _write_markdown(state: TrackingState, results: list[ItemResult], baseline: str | None) -> None:
+def _write_markdown(state: TrackingState, results: list[ReportItem], baseline: str | None) -> None:
     from harness.apps.tracking.markdown import append_step_summary, render_markdown, write_markdown
 
     text = render_markdown(results, baseline=baseline)
@@ -270,7 +254,7 @@ def _write_markdown(state: TrackingState, results: list[ItemResult], baseline: s
             state.written.append(("GitHub step summary", target))
 
 
-def _write_html(state: TrackingState, results: list[ItemResult], baseline: str | None) -> None:
+def _write_html(state: TrackingState, results: list[ReportItem], baseline: str | None) -> None:
     from harness.apps.tracking.report import render_html, write_html
     from harness.apps.tracking.results import merge, results_from_records
 

@@ -20,7 +20,7 @@ import pandas as pd
 from harness.apps.tracking.frames import attempts_frame, items_frame
 from harness.apps.tracking.markdown import _score, _status, summary_counts
 from harness.apps.tracking.plots import plot_dimensions, plot_scores, plot_trajectories
-from harness.apps.tracking.results import ItemResult
+from harness.apps.tracking.results import ReportItem
 from harness.base.fileio import atomic_write_text
 from harness.records import run_location
 
@@ -145,7 +145,7 @@ def _attempt_html(row: pd.Series, previous_text: str | None, text: str | None, o
     return "".join(parts)
 
 
-def _item_html(result: ItemResult, attempts: pd.DataFrame, work_dir: Path) -> str:
+def _item_html(result: ReportItem, attempts: pd.DataFrame, work_dir: Path) -> str:
     kind = "failed" if result.failed else ("passed" if result.outcome == "passed" else "other")
     status = _status(result).split(" ", 1)[-1]
     anchor = "item-" + "".join(c if c.isalnum() else "-" for c in result.nodeid)
@@ -202,12 +202,12 @@ def _plots_html(work_dir: Path, cycles: list[str], tracking_dir: Path | None) ->
     return '<h2 id="plots">Plots</h2><div class="plots">' + "".join(figures) + "</div>"
 
 
-def render_html(work_dir: Path, cycles: list[str], results: Sequence[ItemResult], *,
+def render_html(work_dir: Path, cycles: list[str], results: Sequence[ReportItem], *,
                 baseline: str | None = None, tracking_dir: Path | None = None, plots: bool = True,
                 title: str = "pytest-rubric report") -> str:
     """The whole report as one HTML document (see the module docstring)."""
     work_dir = Path(work_dir)
-    results = sorted(results, key=ItemResult.sort_key)
+    results = sorted(results, key=ReportItem.sort_key)
     attempts = attempts_frame(work_dir, cycles=cycles) if cycles else attempts_frame(work_dir).iloc[0:0]
     when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     counts = summary_counts(results).replace("**", "")

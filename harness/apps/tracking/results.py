@@ -1,13 +1,13 @@
-"""One item's result as a report carries it (``user_properties``) or as the records hold it.
+"""One item's result as a report shows it: from its report (``user_properties``, read by the one codec,
+``harness.evaluation.items.result``) or from the records.
 
-The pytest plugin builds :class:`ItemResult` from each call report's ``user_properties`` (so it works
+The pytest plugin builds :class:`ReportItem` from each call report's ``user_properties`` (so it works
 the same on pytest-xdist's controller); ``harness report`` builds them from a cycle's records. The
 Markdown and HTML reports read only this.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -15,15 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.apps.tracking.compare import Regression
+from harness.evaluation.items.result import ItemResult, number_or_none
 from harness.face.report_text import default_verdict
 
-#: ``user_properties`` names the case items carry (docs/design.md).
-PROP_PREFIX = "harness_"
-REGRESSION_PROP = "harness_regression"
-BASELINE_PROP = "harness_baseline_score"
 
 @dataclass(frozen=True)
-class ItemResult:
+class ReportItem:
     nodeid: str
     outcome: str  # the harness outcome: passed|failed|escalated|indeterminate|error|validation_failed|interrupted
     score: float | None = None
@@ -71,65 +68,43 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
 
 
-def _float(value: Any) -> float | None:
-    if value is None or value == "":
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
-
-
 def from_user_properties(nodeid: str, properties: Iterable[tuple[str, Any]],
-                         test_outcome: str | None = None) -> ItemResult | None:
-    """The item's result from its report's ``user_properties``; None for an item that is not ours."""
-    props = dict(properties)
-    if "harness_outcome" not in props and "harness_score" not in props:
+                         test_outcome: str | None = None) -> ReportItem | None:
+    """The item's result from its report's ``user_properties`` (the one codec reads them); None for an item that
+    is not ours."""
+    result = ItemResult.read(properties)
+    if result is None:
         return None
-    dims = props.get("harness_dimensions") or {}
-    if isinstance(dims, str):
-        try:
-            dims = json.loads(dims)
-        except ValueError:
-            dims = {}
-    regression = props.get(REGRESSION_PROP)
-    if isinstance(regression, str):
-        regression = Regression.from_json(json.loads(regression))
-    tokens = sum(int(props.get(f"harness_{k}_tokens") or 0) for k in ("input", "output", "cache_write", "cache_read"))
-    return ItemResult(
-        nodeid=nodeid, outcome=str(props.get("harness_outcome") or "passed"),
-        score=_float(props.get("harness_score")), threshold=_float(props.get("harness_threshold")),
-        attempts=int(props.get("harness_attempts") or 0), cost_usd=_float(props.get("harness_cost_usd")) or 0.0,
-        tokens=tokens, agent=props.get("harness_agent"), case=props.get("harness_case"),
-        rubric=props.get("harness_rubric"), cycle=props.get("harness_cycle"),
-        artifact=props.get("harness_artifact"), dimensions=dims if isinstance(dims, dict) else {},
-        test_outcome=test_outcome, regression=regression,
-        cached_answers=int(props.get("harness_cached_answers") or 0),
+    return ReportItem(
+        nodeid=nodeid, outcome=result.outcome, score=result.score, threshold=result.threshold,
+        attempts=result.attempts, cost_usd=result.cost_usd, tokens=result.tokens, agent=result.agent,
+        case=result.case, rubric=result.rubric, cycle=result.cycle, artifact=result.artifact,
+        dimensions=result.dimensions, test_outcome=test_outcome, cached_answers=result.cached_answers,
+        regression=Regression.from_json(result.regression) if result.regression else None,
     )
 
 
-def results_from_records(work_dir: Path, cycles: list[str]) -> list[ItemResult]:
+def results_from_records(work_dir: Path, cycles: list[str]) -> list[ReportItem]:
     """The items of ``cycles`` as the records hold them (final attempt, totals over attempts)."""
     from harness.apps.tracking.frames import attempts_frame, items_frame  # pandas: only when reporting
 
     items = items_frame(attempts_frame(Path(work_dir), cycles=cycles))
     out = []
     for row in items.itertuples(index=False):
-        out.append(ItemResult(
-            nodeid=row.nodeid, outcome=row.outcome, score=_float(row.overall_score), threshold=_float(row.threshold),
+        out.append(ReportItem(
+            nodeid=row.nodeid, outcome=row.outcome, score=number_or_none(row.overall_score), threshold=number_or_none(row.threshold),
             attempts=int(row.attempts), cost_usd=float(row.cost_usd), tokens=int(row.tokens), agent=row.agent_name,
             case=row.case_id, rubric=row.rubric_name, cycle=row.cycle_id, artifact=row.artifact_path,
             dimensions=row.dimensions or {}, test_outcome=row.verdict, cached_answers=int(row.cached_answers),
         ))
-    return sorted(out, key=ItemResult.sort_key)
+    return sorted(out, key=ReportItem.sort_key)
 
 
-def merge(records: list[ItemResult], session: list[ItemResult]) -> list[ItemResult]:
+def merge(records: list[ReportItem], session: list[ReportItem]) -> list[ReportItem]:
     """Records overlaid with the session's verdicts (pytest outcome, regression) by nodeid."""
     by_id = {r.nodeid: r for r in session}
     merged = [replace(r, test_outcome=by_id[r.nodeid].test_outcome, regression=by_id[r.nodeid].regression)
               if r.nodeid in by_id else r for r in records]
     known = {r.nodeid for r in merged}
     merged += [r for r in session if r.nodeid not in known]
-    return sorted(merged, key=ItemResult.sort_key)
+    return sorted(merged, key=ReportItem.sort_key)

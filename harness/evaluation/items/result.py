@@ -1,0 +1,185 @@
+"""What one item came to, and the one codec of it: the only writer and reader of an item's ``user_properties``.
+
+Every kind of item ends in an :class:`ItemResult`. It travels on pytest's reports as ``user_properties``
+(JUnit XML writes them, pytest-xdist replays them on the controller): :meth:`ItemResult.properties` writes
+them, :meth:`ItemResult.read` reads them back, and the terminal summary, the Markdown and HTML reports and the
+compare gate read nothing else. docs/design.md, "Results on reports", lists the names.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from harness.evaluation.steps import LoopResult
+
+PREFIX = "harness_"
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """One item's result, whatever its kind; ``outcome`` is the harness's word: passed, failed, escalated,
+    indeterminate, error, validation_failed or interrupted."""
+
+    outcome: str
+    kind: str = "case"
+    agent: str | None = None
+    case: str | None = None
+    rubric: str | None = None
+    cycle: str | None = None
+    score: float | None = None
+    threshold: float | None = None
+    attempts: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
+    cost_usd: float = 0.0  # of the models with a price; ``models`` says which had none
+    models: dict[str, dict[str, Any]] | None = None  # per model, when there were several or one had no price
+    artifact: str | None = None
+    dimensions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cached_answers: int = 0  # model answers replayed from the response cache
+    samples: list[float] | None = None  # judge samples' overall scores
+    unstable: bool = False  # the samples fell on both sides of the threshold
+    unscored: str | None = None  # why an indeterminate item was not scored
+    unconfined: tuple[str, ...] = ()  # its commands that ran without the sandbox (agent.role)
+    not_run: str | None = None  # why it was not run: "cost_cap" or "stop"
+    regression: dict[str, Any] | None = None  # the compare gate's finding against the baseline cycle
+    baseline_score: float | None = None
+
+    @classmethod
+    def of_run(cls, run: LoopResult, *, kind: str, agent: str | None, case: str | None, rubric: str | None,
+               threshold: float | None, cycle: str | None) -> ItemResult:
+        """The result of an item that ran from the shared steps."""
+        spend = run.spend
+        usage = spend.usage
+        evaluation = run.last_evaluation
+        dims = {} if evaluation is None else {
+            name: {"score": d.score, "weight": round(d.weight, 6), "reason": d.reason, **d.answer}
+            for name, d in evaluation.dimensions.items()}
+        samples = evaluation.samples if evaluation is not None and evaluation.samples else None
+        return cls(
+            outcome=run.outcome, kind=kind, agent=agent, case=case, rubric=rubric, cycle=cycle,
+            score=run.final_score, threshold=threshold, attempts=run.final_attempt,
+            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+            cache_write_tokens=usage.cache_write_tokens, cache_read_tokens=usage.cache_read_tokens,
+            cost_usd=spend.known_cost_usd,
+            # per model only where the totals hide something: two models, or one without a price
+            models=spend.by_model() if len(spend.models) > 1 or not spend.cost_known else None,
+            artifact=run.artifact_path, dimensions=dims, cached_answers=spend.cached, samples=samples,
+            unstable=bool(samples) and bool(evaluation and evaluation.unstable),
+            unscored=run.escalation_reason if run.outcome == "indeterminate" else None,
+            unconfined=tuple(f"{agent}.{role}" for role in run.unconfined_roles))
+
+    # -- the codec ------------------------------------------------------------------------------------
+
+    def properties(self) -> list[tuple[str, Any]]:
+        """The ``user_properties`` of this result: each field that holds something, JSON for the nested ones."""
+        out: list[tuple[str, Any]] = []
+        for spec in fields(self):
+            value = getattr(self, spec.name)
+            if value is None or value == () or (spec.name in _OMITTED_WHEN_FALSE and not value):
+                continue
+            if spec.name in _JSON:
+                value = json.dumps(value)
+            elif spec.name == "unconfined":
+                value = ",".join(value)
+            elif spec.name == "cost_usd":
+                value = round(value, 6)
+            out.append((PREFIX + spec.name, value))
+        return out
+
+    @classmethod
+    def read(cls, properties: Iterable[tuple[str, Any]] | Mapping[str, Any]) -> ItemResult | None:
+        """The result that :meth:`properties` wrote; None for an item that carries none (not ours, or not run)."""
+        props = dict(properties.items() if isinstance(properties, Mapping) else properties)
+        if PREFIX + "outcome" not in props:
+            return None
+        given: dict[str, Any] = {}
+        for spec in fields(cls):
+            raw = props.get(PREFIX + spec.name)
+            if raw is None:
+                continue
+            given[spec.name] = _decode(spec.name, raw)
+        return cls(**given)
+
+    @staticmethod
+    def not_run_property(cause: str) -> tuple[str, Any]:
+        """The one property of an item the session stopped before it ran."""
+        return PREFIX + "not_run", cause
+
+    @staticmethod
+    def read_not_run(properties: Iterable[tuple[str, Any]]) -> str | None:
+        return dict(properties).get(PREFIX + "not_run")
+
+    def gate_properties(self, regression: dict[str, Any] | None, baseline_score: float | None) -> list[tuple[str, Any]]:
+        """The properties the compare gate adds to an item's result."""
+        out: list[tuple[str, Any]] = []
+        if baseline_score is not None:
+            out.append((PREFIX + "baseline_score", baseline_score))
+        if regression is not None:
+            out.append((PREFIX + "regression", json.dumps(regression)))
+        return out
+
+    # -- what reports read ------------------------------------------------------------------------------
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens + self.cache_write_tokens + self.cache_read_tokens
+
+    @property
+    def unpriced_models(self) -> list[str]:
+        return sorted(model for model, spent in (self.models or {}).items() if spent.get("cost_usd") is None)
+
+    @property
+    def spread(self) -> float | None:
+        return max(self.samples) - min(self.samples) if self.samples else None
+
+    def answers(self) -> dict[str, Any]:
+        """Per dimension with a scale or choices, the judge's own rating or label."""
+        return {dim_id: dim.get("label", dim.get("rating")) for dim_id, dim in self.dimensions.items()
+                if isinstance(dim, dict) and dim.get("label", dim.get("rating")) is not None}
+
+
+_JSON = frozenset({"models", "dimensions", "samples", "regression"})
+_OMITTED_WHEN_FALSE = frozenset({"unstable"})
+_INTS = frozenset({"attempts", "input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens",
+                   "cached_answers"})
+_FLOATS = frozenset({"score", "threshold", "cost_usd", "baseline_score"})
+
+
+def _decode(name: str, raw: Any) -> Any:
+    """A property's value as the result holds it (xdist and JUnit may hand back text)."""
+    if name in _JSON:
+        if isinstance(raw, str):
+            try:
+                raw = json.loads(raw)
+            except ValueError:
+                return None
+        return raw
+    if name == "unconfined":
+        return tuple(filter(None, str(raw).split(",")))
+    if name == "unstable":
+        return raw in (True, "True", "true")
+    if name in _INTS:
+        try:
+            return int(raw)
+        except (TypeError, ValueError):
+            return 0
+    if name in _FLOATS:
+        return number_or_none(raw)
+    return raw
+
+
+def number_or_none(value: Any) -> float | None:
+    """A property's number (JUnit and xdist may hand back text); None for nothing, text that is no number, NaN."""
+    if value is None or value == "":
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
