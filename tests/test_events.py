@@ -51,6 +51,18 @@ def test_a_sink_sees_each_step_of_an_item_and_each_model_call(project: Project) 
     assert finished["outcome"] == "passed" and finished["attempt"] == 1
     assert done["outcome"] == "passed" and done["attempts"] == 1
     assert all(e["at"] > 0 for e in seen)
+    # every event, the model call deep in the judge included, names the item it belongs to
+    assert {e["span"] for e in seen} == {started["nodeid"]}
+
+
+def test_items_running_at_once_keep_their_own_spans(project: Project) -> None:
+    project.judged(JUDGED_CASES + "  - id: second\n    inputs: {text: \"hello again, shall we talk on Monday?\"}\n")
+    project.write("conftest.py", SINK)
+    project.run("suites/", "--harness-judge-model", "mock/score-0.9", "--harness-cache", "off",
+                "--harness-concurrency", "2").assert_outcomes(passed=2)
+    seen = read_events(project)
+    calls = [e for e in seen if e["type"] == "ModelCalled"]
+    assert len(calls) == 2 and {c["span"].rsplit("::", 1)[1] for c in calls} == {"warm-hello", "second"}
 
 
 def test_a_replayed_answer_is_an_event_that_says_so(project: Project) -> None:

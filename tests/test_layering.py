@@ -34,7 +34,7 @@ DEFERRED = {
     **{("harness.face.plugin", target): PLUGIN_STAYS_LIGHT for target in (
         "harness.base.errors", "harness.base.models", "harness.base.redaction", "harness.face.hookspecs",
         "harness.face.nodes", "harness.face.report_text", "harness.face.scheduler", "harness.face.session",
-        "harness.evaluation.items",
+        "harness.evaluation.items", "harness.face.verdict",
         "harness.llm", "harness.llm.prices", "harness.llm.providers", "harness.loading", "harness.records")},
     **{("harness.apps.tracking.cli", target): PANDAS_WHEN_NEEDED for target in (
         "harness.apps.tracking.compare", "harness.apps.tracking.frames", "harness.apps.tracking.history",

@@ -12,25 +12,50 @@ must never fail an evaluation. The records are the one exception: the session su
 writer as a *required* sink, whose error fails the attempt, since an attempt that could not be recorded
 must not pass.
 
-This module imports nothing of the harness but the usage account; events name the harness's own types
-(a run record, a record location) as ``Any``.
+Every event knows the item it belongs to (:attr:`Event.span`, its node id): an item's work runs inside
+:func:`item_span`, a context variable that threads and the model call's deadline thread copy, so a model call
+deep in a judge is tied to its item without being handed the id. Events are typed with the harness's base
+models (the run record, the evaluator output, where an attempt's files go, its details row).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.base.attempts import AttemptDetails, RunLocation
+from harness.base.models import EvaluatorOutput, RunRecord
 from harness.base.usage import Spend, Usage
+
+_SPAN: contextvars.ContextVar[str | None] = contextvars.ContextVar("harness_item", default=None)
+
+
+@contextlib.contextmanager
+def item_span(nodeid: str) -> Iterator[None]:
+    """Everything emitted inside (on this thread, and on threads started with a copy of its context) belongs to
+    the item ``nodeid``."""
+    token = _SPAN.set(nodeid)
+    try:
+        yield
+    finally:
+        _SPAN.reset(token)
+
+
+def current_span() -> str | None:
+    """The item the running code works for, if any."""
+    return _SPAN.get()
 
 
 @dataclass(frozen=True)
 class Event:
     at: float = field(default_factory=time.time, kw_only=True)  # seconds since the epoch
+    span: str | None = field(default_factory=current_span, kw_only=True)  # the item it belongs to (a node id)
 
 
 @dataclass(frozen=True)
@@ -47,9 +72,9 @@ class AttemptStarted(Event):
 
     nodeid: str
     attempt: int
-    location: Any  # harness.records.RunLocation: where the case's files go
+    location: RunLocation  # where the item's files go
     rubric_version: str | None
-    details: Any  # harness.records.AttemptDetails: what is known before the attempt runs
+    details: AttemptDetails  # what is known before the attempt runs
     created_at: str
 
 
@@ -60,7 +85,7 @@ class ArtifactProduced(Event):
     role: str  # producer or reviser
     text: str = field(repr=False)
     spend: Spend
-    location: Any = field(default=None, repr=False)
+    location: RunLocation | None = field(default=None, repr=False)
 
     @property
     def chars(self) -> int:
@@ -74,8 +99,8 @@ class Judged(Event):
     score: float | None  # None: indeterminate
     passed: bool | None
     spend: Spend
-    output: Any = field(default=None, repr=False)  # harness.base.models.EvaluatorOutput
-    location: Any = field(default=None, repr=False)
+    output: EvaluatorOutput | None = field(default=None, repr=False)
+    location: RunLocation | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -85,7 +110,7 @@ class Reviewed(Event):
     nodeid: str
     attempt: int
     review: dict[str, Any] = field(repr=False)
-    location: Any = field(default=None, repr=False)
+    location: RunLocation | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -97,9 +122,9 @@ class AttemptFinished(Event):
     outcome: str
     score: float | None
     spend: Spend
-    record: Any  # harness.base.models.RunRecord
-    details: Any  # harness.records.AttemptDetails
-    location: Any = field(default=None, repr=False)
+    record: RunRecord
+    details: AttemptDetails
+    location: RunLocation | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -111,7 +136,7 @@ class ItemFinished(Event):
     spend: Spend
     case_id: str = ""
     loop_result: dict[str, Any] = field(default_factory=dict, repr=False)  # the LoopResult contract's JSON
-    location: Any = field(default=None, repr=False)
+    location: RunLocation | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from harness.base.errors import ExitCode, HarnessConfigError, HarnessError
+from harness.base.events import item_span
 from harness.base.stop import StopRequested
 from harness.evaluation.items import ItemFailed, ItemKind, ItemResult, ItemSkipped, ItemSpec
 from harness.evaluation.steps import LoopResult
@@ -86,8 +87,10 @@ class KindItem(pytest.Item):
         return self.path, self.spec.line, self.spec.label
 
     def run_item(self) -> LoopResult | None:
-        """Run this item through its kind; may run on a worker thread (see harness.face.scheduler)."""
-        return self.kind.run(self.spec, self.nodeid, harness_session(self.config))
+        """Run this item through its kind; may run on a worker thread (see harness.face.scheduler). Every event
+        it causes, model calls included, carries its node id (``Event.span``)."""
+        with item_span(self.nodeid):
+            return self.kind.run(self.spec, self.nodeid, harness_session(self.config))
 
     def runtest(self) -> None:
         hs = harness_session(self.config)

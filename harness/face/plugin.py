@@ -18,6 +18,7 @@ from harness.face.options import add_options, read_settings, rubrics_dir
 
 if TYPE_CHECKING:
     from harness.face.session import HarnessSession
+    from harness.face.verdict import RunVerdict
 
 # The case kind's files (harness.evaluation.items.case), named here without importing it: a project that has
 # not opted in but has case files gets a hint, and nothing of the harness is imported for it.
@@ -25,7 +26,7 @@ CASE_SUFFIXES = (".cases.yaml", ".cases.yml")
 ACTIVE = pytest.StashKey[bool]()
 SESSION_TOKEN = pytest.StashKey[str]()
 SETTINGS = pytest.StashKey[dict]()
-CUT_SHORT_BY_COST_CAP = pytest.StashKey[bool]()  # the exit status became 82 (pytest_sessionfinish)
+VERDICT = pytest.StashKey["RunVerdict"]()  # the run's exit status (harness.face.verdict)
 PROPERTIES_REDACTED = pytest.StashKey[int]()  # how many of the item's user_properties are redacted already
 PROVIDERS_ADDED = pytest.StashKey[list]()  # the providers this session's plugins registered
 KIND_PROBLEMS = pytest.StashKey[set]()  # the broken kinds already reported at collection
@@ -302,19 +303,16 @@ def _stop(config: pytest.Config, reason: str) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """The run loop ended (done, -x, --maxfail or Ctrl-C): cancel queued cases, stop running ones.
-
-    A run the cost cap cut short is not a green run: when items were left not run and nothing else
-    failed, the exit status is 82 (seed 004's quota exceeded) instead of 0.
-    """
+    """The run loop ended (done, -x, --maxfail or Ctrl-C): cancel queued items, stop running ones; then the run's
+    verdict decides its exit status (harness.face.verdict)."""
     _stop(session.config, "the session is stopping (-x, --maxfail or Ctrl-C)")
-    if exitstatus == 0 and not hasattr(session.config, "workerinput"):
-        from harness.base.errors import ExitCode
+    if enabled(session.config) and not hasattr(session.config, "workerinput"):
         from harness.face.report_text import not_run_by_cost_cap
+        from harness.face.verdict import RunVerdict
 
-        if not_run_by_cost_cap(session.config.pluginmanager.get_plugin("terminalreporter")):
-            session.exitstatus = int(ExitCode.QUOTA_EXCEEDED)
-            session.config.stash[CUT_SHORT_BY_COST_CAP] = True
+        verdict = session.config.stash.setdefault(VERDICT, RunVerdict())
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        session.exitstatus = verdict.finish(int(exitstatus), not_run_by_cost_cap=not_run_by_cost_cap(reporter))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
@@ -365,10 +363,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         if hs.stop.reason and "cost cap" in hs.stop.reason:
             not_run = not_run_by_cost_cap(terminalreporter)
             line = f"stopped starting new work: {hs.stop.reason}; {not_run} item{'s' * (not_run != 1)} not run"
-            if config.stash.get(CUT_SHORT_BY_COST_CAP, False):
-                from harness.base.errors import ExitCode
-
-                line += f" (exit status {int(ExitCode.QUOTA_EXCEEDED)})"
+            verdict = config.stash.get(VERDICT, None)
+            if verdict is not None and verdict.why:
+                line += f" ({verdict.why})"
             terminalreporter.write_line(line, yellow=True)
 
 

@@ -240,6 +240,7 @@ class CallPolicy:
         try:
             if batch:
                 return provider.send(request, batch=True)
+            provider.ready()
             return call_within(settings.timeout_s, lambda: provider.send(request, batch=False),
                                model=settings.qualified, late=lambda reply: self._late(reply, settings.qualified))
         except HarnessError:

@@ -9,9 +9,9 @@ WORK/runs/{cycle}/run-log.json, reconciliation.json, .alive.lock, .reconciled
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
 from pathlib import Path
+
+from harness.base.attempts import RunLocation
 
 DATABASE_NAME = "harness.db"
 RUNS_DIR = "runs"
@@ -19,35 +19,6 @@ RUN_LOG_NAME = "run-log.json"
 ALIVE_LOCK = ".alive.lock"  # runs/{cycle}/: shared-locked by every process of the cycle's session
 RECONCILED_MARK = ".reconciled"  # runs/{cycle}/: its session is gone and its records were made whole
 RECONCILIATION_FILE = "reconciliation.json"  # runs/{cycle}/: what the session that made the cycle reconciled
-
-
-@dataclass(frozen=True)
-class RunLocation:
-    """Where one case's attempts live: ``runs/{cycle}/{agent}[/{case}]``."""
-
-    cycle_id: str
-    agent_name: str
-    directory: Path
-    shown_directory: str | None = None  # how records name the folder (relative to the project root)
-
-    def attempt_artifact(self, attempt: int) -> Path:
-        return self.directory / f"attempt-{attempt}.md"
-
-    def shown_artifact(self, attempt: int) -> str:
-        """How the records name the attempt's artifact."""
-        if self.shown_directory is None:
-            return str(self.attempt_artifact(attempt))
-        return os.path.join(self.shown_directory, self.attempt_artifact(attempt).name)
-
-    def attempt_evaluation(self, attempt: int) -> Path:
-        return self.directory / f"attempt-{attempt}.eval.json"
-
-    def attempt_review(self, attempt: int) -> Path:
-        return self.directory / f"attempt-{attempt}.review.json"
-
-    @property
-    def final(self) -> Path:
-        return self.directory / "final.md"
 
 
 def database_path(work_dir: Path) -> Path:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass, field
 from typing import Any
 
+from harness.base.attempts import AttemptDetails
 from harness.base.redaction import redact_json
 
 # Seed 000 section 1, verbatim: the columns, CHECK and indexes are a contract.
@@ -123,34 +123,6 @@ def _add_missing_columns(conn: sqlite3.Connection) -> None:
             except sqlite3.OperationalError as exc:  # another process of the session added it first
                 if "duplicate column" not in str(exc):
                     raise
-
-
-@dataclass(frozen=True)
-class AttemptDetails:
-    """The extension row of one attempt (``attempt_details``)."""
-
-    nodeid: str
-    case_id: str
-    rubric_name: str
-    threshold: float
-    outcome: str = "running"
-    exit_code: int = 0
-    model: str | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_write_tokens: int = 0
-    cache_read_tokens: int = 0
-    cost_usd: float = 0.0
-    dimensions: dict[str, Any] = field(default_factory=dict)
-    samples: list[float] | None = None
-    cached_answers: int = 0  # model answers replayed from the response cache (no call, no tokens, $0)
-    # per model ("provider/model"): calls, input_tokens, output_tokens, cache_write_tokens, cache_read_tokens,
-    # cost_usd (None: the model has no price); None: not recorded
-    model_usage: dict[str, dict[str, Any]] | None = None
-    cost_known: bool = True  # False: some model of the attempt had no price; cost_usd counts the priced ones
-    # the commands the attempt ran (producer, reviser, evaluator): confined or not, exit code, bounds hit,
-    # processes left running and stopped; None: none ran
-    commands: list[dict[str, Any]] | None = None
 
 
 # The columns AttemptDetails writes, in the order of :func:`detail_values`; verdict is written apart.

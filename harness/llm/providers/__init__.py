@@ -95,6 +95,10 @@ class Provider(ABC):
         """A problem with the model name that is known without a call (one line), or None."""
         return None
 
+    def ready(self) -> None:
+        """Make what a call needs before its clock starts (an SDK's import, its client): ``timeout_s`` bounds
+        the call, not a process's first import of a library. Raises what making it raises."""
+
     def preload(self) -> None:
         """Start any slow import in the background (called when a call is likely)."""
 
@@ -160,6 +164,9 @@ class SdkProvider(Provider):
         """The SDK's own HTTP client (its proxies, limits and keep-alive), with the hooks that keep every HTTP
         attempt inside the call's deadline (:func:`~harness.llm.deadline.http_event_hooks`)."""
         return sdk.DefaultHttpxClient(event_hooks=http_event_hooks(self.http_module(sdk)), **options)
+
+    def ready(self) -> None:
+        self._client()
 
     def _client(self) -> Any:
         with self._sdk_lock:
