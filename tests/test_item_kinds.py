@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+import harness.apps.tracking.history  # noqa: F401 - pandas imported once, before any in-process pytester run
 from conftest import Project
 from harness.apps.cli import main
 

@@ -48,9 +48,9 @@ DEFERRED = {
        for target in ("harness.apps.tracking.markdown", "harness.apps.tracking.plots", "harness.apps.tracking.report",
                       "harness.apps.tracking.results")},
     ("harness.apps.tournament.recording", "harness.apps.tracking.plots"): PANDAS_WHEN_NEEDED,
-    ("harness.apps.tournament.pytest_plugin", "harness.apps.tournament.nodes"):
+    ("harness.apps.tournament.pytest_plugin", "harness.apps.tournament.goal_items"):
         "the feature plugin loads in every session; goals' items only where a goal is collected",
-    ("harness.apps.tournament.nodes", "harness.apps.tournament.loop"): "the loop loads only with --harness-improve",
+    ("harness.apps.tournament.goal_items", "harness.apps.tournament.loop"): "the loop loads only with --harness-improve",
     ("harness.apps.tournament.cli", "harness.apps.tournament.loop"): "the loop loads only when `harness improve` runs",
     **{("harness.apps.importers.cli", target): "each importer loads only when its subcommand runs"
        for target in ("harness.apps.importers.openai_evals", "harness.apps.importers.promptfoo")},

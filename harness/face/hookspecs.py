@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from harness.evaluation.runners import Runner
 
 
-def pytest_harness_item_kinds() -> list[ItemKind]:
+def pytest_harness_item_kinds(config: pytest.Config) -> list[ItemKind]:
     """Return the kinds of item this plugin adds: instances of subclasses of
     :class:`harness.evaluation.items.ItemKind`, each with its own ``name``.
 
@@ -56,7 +56,7 @@ def pytest_harness_item_kinds() -> list[ItemKind]:
                     attempt.decide()
                 return run.finish()
 
-        def pytest_harness_item_kinds():
+        def pytest_harness_item_kinds():   # or (config): a kind may take the session's options
             return [Smoke()]
 
     Installed packages may instead declare an entry point in the ``harness.item_kinds`` group (a class or an

@@ -86,7 +86,7 @@ class KindItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, self.spec.line, self.spec.label
 
-    def run_item(self) -> LoopResult | None:
+    def run_item(self) -> LoopResult | ItemResult | None:
         """Run this item through its kind; may run on a worker thread (see harness.face.scheduler). Every event
         it causes, model calls included, carries its node id (``Event.span``)."""
         with item_span(self.nodeid):
@@ -107,7 +107,14 @@ class KindItem(pytest.Item):
                                         _use_item_location=True) from None
         except ItemSkipped as exc:
             raise pytest.skip.Exception(str(exc), _use_item_location=True) from None
+        except ItemFailed as exc:
+            if exc.result is not None:
+                self.user_properties.extend(exc.result.properties())
+            raise
         if result is None:  # a kind that checks without recording: it passed
+            return
+        if isinstance(result, ItemResult):  # a kind that checks and reports what it found
+            self.user_properties.extend(result.properties())
             return
         spec = self.spec
         self.user_properties.extend(ItemResult.of_run(

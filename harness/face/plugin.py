@@ -18,7 +18,7 @@ from harness.face.options import add_options, read_settings, rubrics_dir
 
 if TYPE_CHECKING:
     from harness.face.session import HarnessSession
-    from harness.face.verdict import RunVerdict
+    from harness.face.verdict import RunVerdict  # noqa: F401 - the stash key's type, named as text
 
 # The case kind's files (harness.evaluation.items.case), named here without importing it: a project that has
 # not opted in but has case files gets a hint, and nothing of the harness is imported for it.

@@ -120,8 +120,8 @@ def tally(results: Iterable[tuple[str, ItemResult | None, str]]) -> dict[str, Ru
     """Per rubric totals from ``(nodeid, the item's result, pytest's word)``."""
     tallies: dict[str, RubricTally] = {}
     for nodeid, result, word in results:
-        if result is not None:
-            tallies.setdefault(result.rubric or result.kind, RubricTally()).add(result, nodeid, word)
+        if result is not None and result.rubric:  # an item scored by a rubric (a goal's checks are not)
+            tallies.setdefault(result.rubric, RubricTally()).add(result, nodeid, word)
     return dict(sorted(tallies.items()))
 
 

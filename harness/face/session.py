@@ -236,7 +236,8 @@ def item_kinds(config: pytest.Config) -> list[ItemKind]:
     """The built-in item kinds, then those plugins add (``pytest_harness_item_kinds``, the ``harness.item_kinds``
     entry points), each plugin's hook called on its own so a clash names the plugin."""
     impls = config.hook.pytest_harness_item_kinds.get_hookimpls()
-    contributions = [(getattr(impl.plugin, "__file__", None) or impl.plugin_name, impl.function())
+    contributions = [(getattr(impl.plugin, "__file__", None) or impl.plugin_name,
+                      impl.function(**({"config": config} if "config" in impl.argnames else {})))
                      for impl in impls if not (impl.hookwrapper or impl.wrapper)]
     return with_plugin_item_kinds([*contributions, *entry_point_kinds()])
 

@@ -27,6 +27,7 @@ from harness.base.models import AgentConfig, Rubric, RunnerSpec, SuiteConfig
 from harness.base.stop import StopFlag
 from harness.checks import CheckParser
 from harness.evaluation.runners import Runner
+from harness.evaluation.items.result import ItemResult
 from harness.evaluation.steps import ItemRun, LoopResult
 
 HOOK = "pytest_harness_item_kinds"
@@ -34,7 +35,12 @@ ENTRY_POINT_GROUP = "harness.item_kinds"
 
 
 class ItemFailed(Exception):
-    """An item that did not pass for a reason of its own kind (not a loop's verdict): the text is its report."""
+    """An item that did not pass for a reason of its own kind (not a loop's verdict): the text is its report, and
+    ``result`` what it reports beside (written like any item's)."""
+
+    def __init__(self, message: str, result: ItemResult | None = None):
+        super().__init__(message)
+        self.result = result
 
 
 class ItemSkipped(Exception):
@@ -101,10 +107,10 @@ class ItemKind:
         """The items of ``path``; a mistake in it is one ``HarnessConfigError`` naming file, field and fix."""
         raise NotImplementedError
 
-    def run(self, spec: ItemSpec, nodeid: str, context: ItemContext) -> LoopResult | None:
+    def run(self, spec: ItemSpec, nodeid: str, context: ItemContext) -> LoopResult | ItemResult | None:
         """Run one item (maybe on a worker thread). A kind that records attempts returns the run's result (from
-        :meth:`ItemContext.item_run`'s steps); one that only checks returns None when it passed and raises
-        :class:`ItemFailed` or :class:`ItemSkipped` when not."""
+        :meth:`ItemContext.item_run`'s steps); one that checks returns None (or an :class:`ItemResult` of what it
+        reports) when it passed, and raises :class:`ItemFailed` or :class:`ItemSkipped` when not."""
         raise NotImplementedError
 
 

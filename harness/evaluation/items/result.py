@@ -49,6 +49,8 @@ class ItemResult:
     not_run: str | None = None  # why it was not run: "cost_cap" or "stop"
     regression: dict[str, Any] | None = None  # the compare gate's finding against the baseline cycle
     baseline_score: float | None = None
+    # what a kind of its own reports beside (a goal's score, metric and phase): each written ``harness_<name>``
+    facts: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def of_run(cls, run: LoopResult, *, kind: str, agent: str | None, case: str | None, rubric: str | None,
@@ -81,6 +83,9 @@ class ItemResult:
         out: list[tuple[str, Any]] = []
         for spec in fields(self):
             value = getattr(self, spec.name)
+            if spec.name == "facts":
+                out.extend((PREFIX + name, fact) for name, fact in value.items() if name not in _FIELDS)
+                continue
             if value is None or value == () or (spec.name in _OMITTED_WHEN_FALSE and not value):
                 continue
             if spec.name in _JSON:
@@ -101,9 +106,11 @@ class ItemResult:
         given: dict[str, Any] = {}
         for spec in fields(cls):
             raw = props.get(PREFIX + spec.name)
-            if raw is None:
+            if raw is None or spec.name == "facts":
                 continue
             given[spec.name] = _decode(spec.name, raw)
+        given["facts"] = {name[len(PREFIX):]: value for name, value in props.items()
+                          if name.startswith(PREFIX) and name[len(PREFIX):] not in _FIELDS}
         return cls(**given)
 
     @staticmethod
@@ -145,6 +152,7 @@ class ItemResult:
 
 
 _JSON = frozenset({"models", "dimensions", "samples", "regression"})
+_FIELDS = frozenset(spec.name for spec in fields(ItemResult))
 _OMITTED_WHEN_FALSE = frozenset({"unstable"})
 _INTS = frozenset({"attempts", "input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens",
                    "cached_answers"})
