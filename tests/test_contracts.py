@@ -193,7 +193,7 @@ def test_the_review_result_is_written_and_checked_against_output_schema(project:
     assert [(c["criterion_id"], c["verdict"], c["confidence"]) for c in review["criteria_results"]] == [
         ("greets", "pass", 1.0), ("short", "pass", 1.0)]
     assert set(review["timings_ms"]) == {"evaluation", "total"}
-    result.stdout.fnmatch_lines(["*validation_failed: the review does not match review's output_schema: "
+    result.stdout.fnmatch_lines(["*VALIDATION FAILED on attempt 1: the review does not match review's output_schema: "
                                  "issues: 1 item, expected none*"])
     assert {r["case_id"]: r["outcome"] for r in project.runs()} == {"good": "passed", "long": "validation_failed"}
 

@@ -791,7 +791,7 @@ def test_a_bad_judge_answer_names_the_field_and_the_problem(tmp_path: Path, data
                  about=Subject("a", "c", 1, {}))
     message = str(info.value)
     assert "\n" not in message and len(message) < 2000, message[:3000]
-    assert message.startswith("validation_failed: the evaluator's answer does not match EvaluatorOutput: ")
+    assert message.startswith("the evaluator's answer does not match EvaluatorOutput: ")
     assert expected in message.split(" (fix: ")[0], message
     assert "(fix: make the evaluator return" in message
 

@@ -263,6 +263,20 @@ def test_the_other_files_still_collect_when_one_is_broken(project: Project) -> N
     assert "rubrics/broken.yaml: threshold: 8 is outside 0..1" in line
 
 
+def test_a_collection_error_stops_the_run_before_any_item_starts_work(project: Project) -> None:
+    """pytest stops at a collection error; the items that did collect must not run (and spend) behind it."""
+    project.standard(CASES + "  - id: second\n    inputs: {text: hello again}\n")
+    project.write("agentlib_spy.py", "import pathlib\n\ndef produce(request):\n"
+                                     "    pathlib.Path('produced.txt').write_text('ran')\n    return 'hello'\n")
+    project.agents(project.root.joinpath("suites/agents.yaml").read_text().replace("agentlib:produce",
+                                                                                   "agentlib_spy:produce"))
+    project.cases("broken", "agent: writer\ncases:\n  - id: [not, an, id]\n")
+    result = project.run("suites/", "--harness-concurrency", "4")
+    assert result.ret == 2 and "Interrupted: 1 error during collection" in result.stdout.str()
+    assert not (project.root / "produced.txt").exists()
+    assert not (project.work / "harness.db").exists()
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (("--harness-indeterminate", "bogus"), "argument --harness-indeterminate: 'bogus' is not one of skip, fail"),
     (("--rubric", "nope"), "--rubric nope: no such rubric (known: quality)"),

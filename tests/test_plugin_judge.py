@@ -235,12 +235,12 @@ def test_an_always_invalid_answer_fails_as_validation_failed(project: Project, m
     result.assert_outcomes(failed=1)
     assert result.ret == 1
     assert len(judge_calls(project)) == 2  # one retry, no more
-    result.stdout.fnmatch_lines(["*VALIDATION FAILED on attempt 1: validation_failed*"])
+    result.stdout.fnmatch_lines(["*VALIDATION FAILED on attempt 1: the judge's answer did not match EvaluatorOutput after 2 attempts*"])
     assert "Traceback" not in result.stdout.str()
     (row,) = project.runs()
     assert row["outcome"] == "validation_failed" and row["exit_code"] == 84
     assert row["status"] == "escalated" and row["overall_score"] is None
-    assert "validation_failed" in project.run_log()[0]["feedback"]
+    assert "did not match EvaluatorOutput" in project.run_log()[0]["feedback"]
     # both calls were billed: the record, the summary and the cost cap see them
     first, second = model_calls(project)
     tokens_in = first["input_tokens"] + second["input_tokens"]

@@ -1,8 +1,8 @@
 """The event stream: what happens in a run, as typed events, for any number of sinks.
 
-The engine emits an item's life (started, each artifact, each judgement, each finished attempt, finished),
-the model layer each model call, the tournament each iteration's steps. A sink is any callable taking an
-event; :meth:`Events.subscribe` adds one. The session's progress line and cost account, the
+The engine emits an item's life (started, each artifact, each generation, each judgement, each finished
+attempt, finished), the model layer each model call, the tournament each iteration's steps. A sink is any
+callable taking an event; :meth:`Events.subscribe` adds one. The session's progress line and cost account, the
 ``pytest_harness_attempt_finished`` hook and a plugin's own trace are sinks of the same stream, so a new
 consumer (an execution trace, a live viewer, a queue) is one more sink, not another call in the engine.
 
@@ -110,6 +110,17 @@ class Reviewed(Event):
     nodeid: str
     attempt: int
     review: dict[str, Any] = field(repr=False)
+    location: RunLocation | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class Generated(Event):
+    """A structured generation's GenerationResult for an attempt (a skill's ``LLM_JSON_GENERATION``), as the
+    generation contract writes it: ``attempt-{n}.generation.json``."""
+
+    nodeid: str
+    attempt: int
+    result: dict[str, Any] = field(repr=False)
     location: RunLocation | None = field(default=None, repr=False)
 
 

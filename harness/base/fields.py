@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.base import jsonschemas
 from harness.base.errors import HarnessConfigError, did_you_mean
 from harness.base.safe_regex import backtracking_problem
 from harness.base.semver import parse_version
@@ -291,6 +293,23 @@ class Section:
 
     def boolean(self, key: str, default: bool) -> bool:
         return self.fields.boolean(self.raw.get(key, default), key)
+
+    def json_schema(self, key: str, *, required: bool = False) -> dict[str, Any] | None:
+        """A JSON Schema written at ``key`` (a mapping), checked to be one; None when absent and not required."""
+        if key not in self.raw:
+            if required:
+                raise self.error(key, "missing", f"add `{key}:` (a JSON Schema, e.g. `{{type: object}}`)")
+            return None
+        raw = self.raw[key]
+        if not isinstance(raw, Mapping):
+            raise self.fields.expected(key, "a JSON Schema (a mapping)", raw, "write e.g. `{type: object}`")
+        schema = json.loads(json.dumps(raw, default=str))  # plain dicts; YAML dates become strings
+        try:
+            jsonschemas.check_schema(schema)
+        except jsonschemas.SchemaInvalid as err:
+            raise self.error(key + (f".{err.where}" if err.where else ""), f"not a valid JSON Schema: {err.problem}",
+                             err.fix) from None
+        return schema
 
     def text_list(self, key: str, *, single: bool = True) -> tuple[str, ...]:
         """A list of text, empty when absent; with ``single``, one text stands for a list of one."""

@@ -377,7 +377,7 @@ def _ask_judge(judge: Runner | None, request: JudgeRequest) -> RunnerOutput:
     answer = judge.run(request)
     errors = validation_errors(answer.data, request.schema)
     if errors:
-        raise ValidationFailed(f"validation_failed: the evaluator's answer does not match EvaluatorOutput: "
+        raise ValidationFailed(f"the evaluator's answer does not match EvaluatorOutput: "
                                f"{'; '.join(errors[:3])} (fix: make the evaluator return overallScore, passed, "
                                "feedback, suggestedFixes and dimensionScores with a score from 0 to 1 and a reason "
                                f"for each of {', '.join(request.dimensions)})", errors, json.dumps(answer.data)[:2000],

@@ -114,7 +114,7 @@ class LlmJudge:
         if not result.success:
             errors = result.validation_errors
             raise ValidationFailed(
-                f"validation_failed: the judge's answer did not match EvaluatorOutput after {result.attempts} "
+                f"the judge's answer did not match EvaluatorOutput after {result.attempts} "
                 f"attempts: {'; '.join(errors[:3])} (fix: check that the evaluator prompt asks for the listed "
                 "dimensions, each answered as its levels say with a reason; raise judge.max_tokens if answers are "
                 "cut off)", errors, result.raw_response, spend=spend)
@@ -141,7 +141,7 @@ class LlmJudge:
             messages += [Message.assistant(reply.text or "(no answer)"),
                          Message.user(f"{problem}. Answer again: reason, then give the verdict exactly in the form "
                                       "the instructions ask for.")]
-        raise ValidationFailed(f"validation_failed: the judge's verdict could not be read after 2 attempts: {problem} "
+        raise ValidationFailed(f"the judge's verdict could not be read after 2 attempts: {problem} "
                                f"(fix: make the judge prompt ask for a verdict that the pattern /{pattern.pattern}/ "
                                "matches, on the dimension's levels)", [problem], messages[-2].text[:2000],
                                spend=spend)

@@ -17,7 +17,7 @@ import contextlib
 import datetime as dt
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -224,8 +224,11 @@ class Attempt:
 
     def evaluate(self, *, judge: Runner | None = None, about: Subject | None = None,
                  context: CheckContext | None = None, samples: int = 1, revision_follows: bool = False,
-                 rubric: Rubric | None = None) -> Evaluation:
-        """This attempt's artifact scored: the rubric's checks, then the judge for the rest; recorded."""
+                 rubric: Rubric | None = None,
+                 shape_review: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Evaluation:
+        """This attempt's artifact scored: the rubric's checks, then the judge for the rest; recorded. A review
+        rubric's ReviewResult goes through ``shape_review`` before it is recorded, when a kind gives one (a
+        skill adds its judge's evidence and confidence)."""
         if self.artifact is None:
             raise RuntimeError(f"{self.run.nodeid}: attempt {self.number} evaluated before it made an artifact")
         run = self.run
@@ -240,17 +243,20 @@ class Attempt:
         run.events.emit(Judged(run.nodeid, self.number, evaluation.overall, evaluation.passed, evaluation.spend,
                                output=evaluation.to_output(), location=run.location))
         if rubric.rubric_id is not None:
-            self._review(evaluation, rubric, scoring_started)
+            self._review(evaluation, rubric, scoring_started, shape_review)
         return evaluation
 
-    def _review(self, evaluation: Evaluation, rubric: Rubric, scoring_started: float) -> None:
+    def _review(self, evaluation: Evaluation, rubric: Rubric, scoring_started: float,
+                shape: Callable[[dict[str, Any]], dict[str, Any]] | None) -> None:
         """A review rubric's ReviewResult, recorded, then checked against its ``output_schema`` (seed 003)."""
         now = time.monotonic()
         review = evaluation.to_review(int((now - scoring_started) * 1000), int((now - self.started) * 1000))
+        if shape is not None:
+            review = shape(review)
         self.run.events.emit(Reviewed(self.run.nodeid, self.number, review, location=self.run.location))
         errors = check_review(review, rubric)
         if errors:
-            raise ValidationFailed(f"validation_failed: the review does not match {rubric.name}'s output_schema: "
+            raise ValidationFailed(f"the review does not match {rubric.name}'s output_schema: "
                                    f"{'; '.join(errors[:3])}", errors, json.dumps(review)[:2000])
 
     # -- the end ----------------------------------------------------------------------------------------

@@ -82,6 +82,8 @@ def add_options(parser: pytest.Parser) -> None:
                   "one a line: agent.role or agent (default: none; every command runs confined)", type="linelist",
                   default=[])
     parser.addini("harness_rubrics_dir", "folder of rubric files (default: rubrics)", default="rubrics")
+    parser.addini("harness_prompts_dir", "the prompt registry: folder of the prompts skills name by prompt_id "
+                  "(default: prompts)", default="prompts")
     parser.addini("harness_suite", "agents.yaml used to calibrate judged rubrics (default: suites/agents.yaml)",
                   default="suites/agents.yaml")
     parser.addini("harness_indeterminate", "skip or fail items nobody could score (default: skip)", default="skip")
@@ -197,6 +199,7 @@ def read_settings(config: pytest.Config) -> dict:
     root = Path(config.rootpath)
     return dict(
         work_dir=_work_dir(config, root), rubrics_dir=rubrics_dir(config).resolve(), import_root=root,
+        prompts_dir=(root / config.getini("harness_prompts_dir")).resolve(),
         input_roots=_input_roots(config, root), data_modules=_data_modules(config),
         unconfined_runners=_unconfined(config),
         indeterminate=_setting(config, "harness_indeterminate", _indeterminate),

@@ -276,6 +276,8 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     config = session.config
     if not config.stash.get(ACTIVE, False) or config.option.collectonly or hasattr(config, "workerinput"):
         return None  # xdist workers run the items they are sent, one at a time
+    if session.testsfailed and not config.option.continue_on_collection_errors:
+        return None  # pytest stops at collection errors: no item may start work (and spend) behind its back
     from harness.face.nodes import KindItem
     from harness.face.scheduler import CaseScheduler
     from harness.face.session import harness_session

@@ -48,6 +48,7 @@ class HarnessSession:
     batch: bool = False
     rate_limits: dict[str, int | None] = field(default_factory=dict)
     prices_path: Path | None = None
+    prompts_dir: Path = Path("prompts")  # the prompt registry skills name prompts from (ini harness_prompts_dir)
     input_roots: tuple[Path, ...] = ()  # where case input files may come from (the rootdir, harness_input_dirs)
     data_modules: tuple[str, ...] = ()  # the only modules case files and dataset rows may name code from
     unconfined_runners: tuple[str, ...] = ()  # ini harness_unconfined: agent.role (or agent) run without the sandbox

@@ -66,6 +66,12 @@ class ModelClient:
         return self.provider.base_url
 
     @property
+    def temperature_sent(self) -> bool:
+        """Whether calls carry ``settings.temperature`` (False where the provider's API rejects it for this model:
+        the setting is then recorded, and the model samples at its own default)."""
+        return self.provider.sends_temperature(self.settings.name)
+
+    @property
     def available(self) -> bool:
         """True when a call can be made (e.g. an API key is set); nothing is checked over the network."""
         return self.provider.unavailable_reason is None
@@ -179,11 +185,13 @@ class ModelClient:
         cache_extra: Mapping[str, Any] | None = None,
         batch: bool | None = None,
         history: Sequence[Message] = (),
+        retry: bool = True,
     ) -> GenerationResult:
-        """Ask for a JSON object matching ``schema``; retry once on errors.
+        """Ask for a JSON object matching ``schema``; retry once on errors (unless ``retry`` is False).
 
         The answer is asked for through a forced tool call, or through the server's JSON Schema output when
-        the settings say ``structured_output: json_schema``. The retry's messages show the model its previous
+        the settings say ``structured_output: json_schema``. The answer is validated with the schema's
+        ``format`` keywords checked (``date``, ``email``, ...). The retry's messages show the model its previous
         answer and the validation errors. ``success=False`` after the retry means validation_failed for the
         caller. Model call failures raise ModelCallError / ModelUnavailable as in :meth:`complete`; when the
         retry call fails, the error's ``usage`` holds the first call's tokens. ``history`` is the conversation
@@ -191,7 +199,7 @@ class ModelClient:
         """
         started = time.perf_counter()
         try:
-            validator = jsonschemas.validator_for(schema)
+            validator = jsonschemas.validator_for(schema, formats=True)
         except jsonschemas.SchemaInvalid as err:
             raise ValueError(f"generate_json: the schema is {err}") from None
         schema_ms = (time.perf_counter() - started) * 1000
@@ -210,8 +218,9 @@ class ModelClient:
         data: dict[str, Any] | None = None
         raw: str | None = None
         errors: list[str] = []
+        first_errors: list[str] = []
         attempts = 0
-        for attempt in (1, 2):
+        for attempt in (1, 2) if retry else (1,):
             attempts = attempt
             t_call = time.perf_counter()
             try:
@@ -234,6 +243,7 @@ class ModelClient:
             if not errors:
                 break
             if attempt == 1:
+                first_errors = errors
                 messages += _retry_turns(reply, raw, errors, tool_name, as_tool)
 
         timings["total"] = (time.perf_counter() - started) * 1000
@@ -242,6 +252,7 @@ class ModelClient:
             success=success, data=data if success else None, raw_response=raw, validation_errors=errors,
             attempts=attempts, usage=usage, timings_ms={k: round(v, 3) for k, v in timings.items()},
             model=self.model, cost_usd=cost, cache_hits=cache_hits,
+            first_errors=tuple(first_errors) if attempts > 1 else (),
         )
 
 

@@ -142,6 +142,7 @@ class GenerationResult:
 
     ``usage`` and ``cost_usd`` sum the live calls (cache hits take no tokens and are free; ``cost_usd`` is None
     when the model has no price); ``cache_hits`` counts the answers that came from the response cache.
+    ``first_errors`` are the first answer's validation errors when it was retried (shown to the model then).
     """
 
     success: bool
@@ -154,6 +155,7 @@ class GenerationResult:
     model: str = ""
     cost_usd: float | None = 0.0
     cache_hits: int = 0
+    first_errors: tuple[str, ...] = ()
 
     @property
     def spend(self) -> Spend:

@@ -4,14 +4,13 @@ their items and example libraries; and finding a rubric in a rubrics folder by f
 from __future__ import annotations
 
 import dataclasses
-import json
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.base import jsonschemas, slots
-from harness.base.errors import HarnessConfigError, HarnessConfigWarning
+from harness.base.errors import HarnessConfigWarning
 from harness.base.fields import Fields, Section
 from harness.base.models import DEFAULT_THRESHOLD, Dimension, Examples, ItemsSpec, Rubric
 from harness.base.semver import parse_version
@@ -19,9 +18,10 @@ from harness.base.yamlfile import load_yaml, parse_yaml, read_text
 from harness.checks import CheckParser, check_slots, parse_check
 from harness.checks.transforms import parse_transform
 from harness.loading.inputs import inside, load_inputs
+from harness.loading.registry import REGISTRY_SUFFIXES, file_identity, registry_files
 
 WEIGHT_TOLERANCE = 1e-6
-RUBRIC_SUFFIXES = (".yaml", ".yml", ".json")
+RUBRIC_SUFFIXES = REGISTRY_SUFFIXES
 SCORING_MODES = ("binary", "weighted")
 
 
@@ -267,18 +267,9 @@ def _load_review_rubric(raw: Any, place: Fields, import_root: Path, examples: bo
 
 def _output_schema(top: Section, criteria: tuple[Dimension, ...]) -> dict[str, Any] | None:
     """The review's own JSON Schema: it must be a schema, and it must accept a well-formed review."""
-    if "output_schema" not in top:
+    schema = top.json_schema("output_schema")
+    if schema is None:
         return None
-    schema = top.raw["output_schema"]
-    if not isinstance(schema, Mapping):
-        raise top.fields.expected("output_schema", "a JSON Schema (a mapping)", schema,
-                                  "write the schema of the review result, or remove output_schema")
-    schema = json.loads(json.dumps(schema, default=str))  # plain dicts; YAML dates become strings
-    try:
-        jsonschemas.check_schema(schema)
-    except jsonschemas.SchemaInvalid as err:
-        raise top.error("output_schema" + (f".{err.where}" if err.where else ""),
-                        f"not a valid JSON Schema: {err.problem}", err.fix) from None
     passing = {"pass": True, "issues": [], "suggested_fixes": [], "indeterminate": [],
                "criteria_results": [{"criterion_id": c.id, "criterion_name": c.name or c.id, "verdict": "pass",
                                      "reasoning": "met", "confidence": 1.0} for c in criteria],
@@ -350,21 +341,12 @@ def _glob_paths(section: Section, key: str, base: Path, roots: Sequence[Path]) -
 
 def rubric_files(folder: Path) -> list[Path]:
     """The rubric files of a rubrics folder: YAML, and JSON as the review rubrics of the registry are."""
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.iterdir() if p.suffix in RUBRIC_SUFFIXES and p.is_file())
+    return registry_files(folder)
 
 
 def rubric_identity(path: Path) -> tuple[str | None, str | None]:
     """A rubric file's ``rubric_id`` and ``version`` (None when it has none), read without validating it."""
-    try:
-        raw = load_yaml(path)
-    except HarnessConfigError:
-        return None, None
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("rubric_id"), str):
-        return None, None
-    version = raw.get("version")
-    return raw["rubric_id"], version if isinstance(version, str) else None
+    return file_identity(path, "rubric_id")
 
 
 def find_rubric(ref: str, version: str | None, rubrics_dir: Path) -> Path | None:

@@ -129,7 +129,7 @@ def _merged(own: Mapping[str, Any], extra: Mapping[str, Any], own_path: Path, ex
 def _model_settings(section: Section, base: ModelSettings) -> ModelSettings:
     """A ``judge:`` or ``model:`` section over ``base`` (the level above it, else the defaults)."""
     values = dict(
-        model=_model_name(section, "model", base.model),
+        model=model_name(section, "model", base.model),
         temperature=section.number("temperature", base.temperature, low=0.0, high=2.0),
         max_tokens=section.integer("max_tokens", base.max_tokens),
         timeout_s=section.number("timeout_s", base.timeout_s, low=0.001, high=3600.0),
@@ -147,7 +147,7 @@ def _model_settings(section: Section, base: ModelSettings) -> ModelSettings:
     return ModelSettings(**values)
 
 
-def _model_name(section: Section, key: str, default: str) -> str:
+def model_name(section: Section, key: str, default: str) -> str:
     """A model name (``provider/name``) whose provider is known; the field is named when it is not."""
     model = section.text(key, default)
     if not model or not model.strip() or model != model.strip():
@@ -195,7 +195,7 @@ def _load_agent(name: str, raw: Any, path: Path, base_policy: LoopPolicy, judge:
             style = _judge_style(own)
         base = agent_judge if role == "evaluator" else agent_model
         # `producer: {prompt: x.md, model: openai/gpt-4.1-mini}`
-        models[role] = replace(base, model=_model_name(own, "model", base.model)) if "model" in own else base
+        models[role] = replace(base, model=model_name(own, "model", base.model)) if "model" in own else base
     return AgentConfig(
         name=name, rubric_path=_rubric_path(agent, path, rubrics_dir), producer=specs["producer"],
         evaluator=specs.get("evaluator"), reviser=specs.get("reviser"), policy=policy,

@@ -174,6 +174,13 @@ class RecordStore:
         atomic_write_json(path, review)
         return path
 
+    def write_generation(self, where: RunLocation, attempt: int, result: dict[str, Any]) -> Path:
+        """``attempt-{n}.generation.json``: the generation contract's GenerationResult, for a skill's structured
+        generation (written atomically, through the redaction filter, as every record is)."""
+        path = where.directory / f"attempt-{attempt}.generation.json"
+        atomic_write_json(path, result)
+        return path
+
     def write_loop_result(self, where: RunLocation, nodeid: str, case_id: str, result: dict[str, Any]) -> None:
         """The item's LoopResult (seed 000 section 6), a row of ``loop_results`` once its loop ends.
 

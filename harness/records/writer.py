@@ -13,6 +13,7 @@ from harness.base.events import (
     AttemptFinished,
     AttemptStarted,
     Event,
+    Generated,
     ItemFinished,
     Judged,
     Reviewed,
@@ -47,6 +48,9 @@ class RecordWriter:
     def _review(self, event: Reviewed) -> None:
         self.store.write_review(event.location, event.attempt, event.review)
 
+    def _generation(self, event: Generated) -> None:
+        self.store.write_generation(event.location, event.attempt, event.result)
+
     def _finished(self, event: AttemptFinished) -> None:
         with self._lock:
             run_id = self._run_ids.pop((event.location.cycle_id, event.nodeid, event.attempt))
@@ -59,4 +63,4 @@ class RecordWriter:
         self.store.write_loop_result(event.location, event.nodeid, event.case_id, event.loop_result)
 
     _writers = {AttemptStarted: _started, ArtifactProduced: _artifact, Judged: _evaluation, Reviewed: _review,
-                AttemptFinished: _finished, ItemFinished: _item_finished}
+                Generated: _generation, AttemptFinished: _finished, ItemFinished: _item_finished}

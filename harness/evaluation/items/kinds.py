@@ -23,12 +23,13 @@ from typing import Any, ClassVar, Protocol, TypeVar
 from harness.base.errors import HarnessConfigError
 from harness.base.events import Events
 from harness.base.fields import one_line
-from harness.base.models import AgentConfig, Rubric, RunnerSpec, SuiteConfig
+from harness.base.models import AgentConfig, ModelSettings, Rubric, RunnerSpec, SuiteConfig
 from harness.base.stop import StopFlag
 from harness.checks import CheckParser
-from harness.evaluation.runners import Runner
 from harness.evaluation.items.result import ItemResult
+from harness.evaluation.runners import Runner
 from harness.evaluation.steps import ItemRun, LoopResult
+from harness.llm import ModelClient
 
 HOOK = "pytest_harness_item_kinds"
 ENTRY_POINT_GROUP = "harness.item_kinds"
@@ -69,9 +70,13 @@ class ItemContext(Protocol):
 
     import_root: Path
     rubrics_dir: Path
+    prompts_dir: Path  # the prompt registry (ini harness_prompts_dir)
+    work_dir: Path
     input_roots: tuple[Path, ...]
     data_modules: tuple[str, ...]
+    unconfined_runners: tuple[str, ...]  # ini harness_unconfined: who may run a command without the sandbox
     judge_samples: int
+    judge_model: str | None  # --harness-judge-model: every judge on this model
     stop: StopFlag
     events: Events
 
@@ -86,6 +91,9 @@ class ItemContext(Protocol):
     def make_runner(self, spec: RunnerSpec, role: str, agent: AgentConfig) -> Runner | None: ...
 
     def model_name(self, agent: AgentConfig, role: str) -> str: ...
+
+    def model_client(self, settings: ModelSettings) -> ModelClient:
+        """A client of ``settings``' model under the session's call policy (cache, limits, cost cap)."""
 
     def item_run(self, nodeid: str, spec: ItemSpec, rubric: Rubric) -> ItemRun: ...
 

@@ -95,6 +95,11 @@ class Provider(ABC):
         """A problem with the model name that is known without a call (one line), or None."""
         return None
 
+    def sends_temperature(self, model: str) -> bool:
+        """Whether a request's ``temperature`` is sent for ``model`` (the name this provider knows). A provider
+        says False where its API rejects the parameter: a setting must never break a call."""
+        return True
+
     def ready(self) -> None:
         """Make what a call needs before its clock starts (an SDK's import, its client): ``timeout_s`` bounds
         the call, not a process's first import of a library. Raises what making it raises."""

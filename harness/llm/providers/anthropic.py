@@ -86,6 +86,13 @@ class AnthropicProvider(SdkProvider):
     def preload(self) -> None:
         _preload_sdk()
 
+    def sends_temperature(self, model: str) -> bool:
+        """Never: the installed SDK (anthropic 2.x) has no sampling parameters and sends API version 2026-10-21,
+        which rejects ``temperature``, ``top_p`` and ``top_k`` with a 400 on every model (even at the default
+        1.0). Under the older version 2023-06-01, Opus 4.7 and later reject them too. A model on Anthropic samples
+        at its own default; the response cache is what makes a rerun reproducible (docs/model-calls.md)."""
+        return False
+
     def _make_sdk(self) -> anthropic.Anthropic:
         sdk = import_sdk()
         return sdk.Anthropic(api_key=self._api_key, base_url=self._base_url, timeout=self.settings.timeout_s,
@@ -140,7 +147,8 @@ def _tokens_used(response: Any) -> tuple[int, int] | tuple[None, None]:
 
 
 def wire_params(request: ModelRequest) -> dict[str, Any]:
-    """The Messages API parameters of a neutral request."""
+    """The Messages API parameters of a neutral request (``temperature`` is not one:
+    :meth:`AnthropicProvider.sends_temperature`)."""
     params: dict[str, Any] = {"model": request.model, "max_tokens": request.max_tokens,
                               "messages": [_wire_message(m) for m in request.messages]}
     system = _system_param(request.system, request.cached_system_prefix)

@@ -16,6 +16,7 @@ import importlib
 import importlib.util
 import json
 import os
+import re
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 KEY_VARIABLE = "OPENAI_API_KEY"
 _LOCAL_SERVER_KEY = "no-key-needed"  # OpenAI-compatible servers of one's own accept any key
+# OpenAI's models that take only the default temperature (the reasoning models): o1, o3, o4-mini, gpt-5, gpt-6, ...
+_DEFAULT_TEMPERATURE_ONLY = re.compile(r"^(o\d|gpt-([5-9]|\d{2,}))")
 _STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "function_call": "tool_use",
                  "content_filter": "refusal"}
 _preloading: threading.Thread | None = None
@@ -91,6 +94,12 @@ class OpenAIProvider(SdkProvider):
     def _is_openai(self) -> bool:
         return self._base_url.startswith(DEFAULT_BASE_URL)
 
+    def sends_temperature(self, model: str) -> bool:
+        """OpenAI's reasoning models (o1, o3, o4-mini, gpt-5 and later) accept only the default temperature, 1,
+        and answer any other value with a 400: on OpenAI's API they get none (they sample at their default).
+        Other models, and every server of your own (vLLM, Ollama, a proxy), get the setting."""
+        return not (self._is_openai and _DEFAULT_TEMPERATURE_ONLY.match(model) is not None)
+
     def preload(self) -> None:
         global _preloading
         with _preload_lock:
@@ -128,8 +137,9 @@ class OpenAIProvider(SdkProvider):
             messages.extend(_wire_messages(message))
         # OpenAI's newer models take only max_completion_tokens; compatible servers know max_tokens
         limit = "max_completion_tokens" if self._is_openai else "max_tokens"
-        params: dict[str, Any] = {"model": request.model, "messages": messages, limit: request.max_tokens,
-                                  "temperature": request.temperature}
+        params: dict[str, Any] = {"model": request.model, "messages": messages, limit: request.max_tokens}
+        if self.sends_temperature(request.model):
+            params["temperature"] = request.temperature
         if request.tools:
             params["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                                  "parameters": t.schema}} for t in request.tools]
