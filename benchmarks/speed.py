@@ -253,6 +253,9 @@ def main() -> int:
     parser.add_argument("--provider", choices=sorted(MODELS), default="anthropic",
                         help="the provider of the suite's models and the fake server (default: anthropic; the "
                              "bare-SDK reference rows use that provider's SDK)")
+    parser.add_argument("--traces", choices=("on", "off"), default="on",
+                        help="the execution trace (WORK/traces): on (the default, as users run) or off through the "
+                             "public option --harness-capture=off, to measure what the trace costs A/B")
     parser.add_argument("--dir", type=Path, default=HERE / ".runs",
                         help="where the generated suites and their records go (default: benchmarks/.runs, "
                              "on the project's disk, where a user's WORK folder is)")
@@ -270,6 +273,8 @@ def main() -> int:
         suite = tmp / "suite"
         write_suite(suite, args.cases, trivial=True)
         common = ["suites/", f"--harness-concurrency={args.concurrency}", "-o", "harness_progress_interval=0"]
+        if args.traces == "off":
+            common.append("--harness-capture=off")
         startup = median([run_pytest(suite, ["suites/", "--collect-only"]).wall for _ in range(args.runs)])
         sdk_import = median([sdk_import_seconds() for _ in range(args.runs)])
         calls = 2 * args.cases

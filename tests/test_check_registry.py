@@ -60,7 +60,7 @@ def refusal(contributions: list[tuple[str, Any]]) -> str:
 
 def test_every_built_in_kind_is_registered_once() -> None:
     assert set(KNOWN_KINDS) == set(builtin_kinds()) == {
-        "regex", "contains", "json_schema", "length", "banned_phrases", "date_age", "python", "equals", "similar",
+        "regex", "contains", "json_schema", "length", "banned_phrases", "date_age", "python", "equals", "similar", "selected",
         "json_path"}
     with pytest.raises(ValueError, match="check kind 'regex' is registered twice"):
         check_kind("regex")(parse_max_words)

@@ -150,4 +150,5 @@ def test_a_command_that_prints_too_much_is_an_error_not_a_cut_artifact(project: 
     result = project.run("suites/")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*producer command stopped: it printed * bytes more on stdout than the 8192 KB*"])
+    assert [row["exit_code"] for row in project.runs()] == [82]  # a bound of the sandbox: quota exceeded
     assert os.path.getsize(project.work / "harness.db") < 5_000_000

@@ -39,7 +39,13 @@ def test_a_sink_sees_each_step_of_an_item_and_each_model_call(project: Project) 
     project.write("conftest.py", SINK)
     project.run("suites/", "--harness-judge-model", "mock/score-0.9", "--harness-cache", "off").assert_outcomes(
         passed=1)
-    seen = read_events(project)
+    everything = read_events(project)
+    # the assessment's events, in the order the gates are checked
+    assert [(e["type"], e.get("skill_id")) for e in everything if e["type"] == "SkillInvoked"] == [
+        ("SkillInvoked", "judged_writer")]
+    ends = ("GateChecked", "AttemptFinished", "ExecutionCompleted", "ItemFinished")
+    assert [e["type"] for e in everything if e["type"] in ends] == ["GateChecked"] * 4 + list(ends[1:])
+    seen = [e for e in everything if e["type"] not in ("SkillInvoked", "GateChecked", "ExecutionCompleted")]
     assert [e["type"] for e in seen] == ["ItemStarted", "AttemptStarted", "ArtifactProduced", "ModelCalled",
                                          "Judged", "AttemptFinished", "ItemFinished"]
     started, attempt, produced, call, judged, finished, done = seen
@@ -52,7 +58,7 @@ def test_a_sink_sees_each_step_of_an_item_and_each_model_call(project: Project) 
     assert done["outcome"] == "passed" and done["attempts"] == 1
     assert all(e["at"] > 0 for e in seen)
     # every event, the model call deep in the judge included, names the item it belongs to
-    assert {e["span"] for e in seen} == {started["nodeid"]}
+    assert {e["span"] for e in everything} == {started["nodeid"]}
 
 
 def test_items_running_at_once_keep_their_own_spans(project: Project) -> None:

@@ -43,6 +43,10 @@ DEFERRED = {
     **{("harness.apps.tracking.cli", target): "`harness --help` and each subcommand load only what they use"
        for target in ("harness.loading", "harness.loading.versioning", "harness.records")},
     ("harness.apps.tracking.compare", "harness.apps.tracking.frames"): PANDAS_WHEN_NEEDED,
+    ("harness.apps.traces", "harness.apps.traces.frames"): PANDAS_WHEN_NEEDED + " (the loaders; `harness traces` "
+                                                                                  "never does)",
+    ("harness.face.options", "harness.records.otel"): PLUGIN_STAYS_LIGHT + "; the exporter's check loads only with "
+                                                                          "--harness-otel",
     ("harness.apps.tracking.results", "harness.apps.tracking.frames"): PANDAS_WHEN_NEEDED,
     **{("harness.apps.tracking.pytest_plugin", target): PANDAS_WHEN_NEEDED + "; the plugin loads in every session"
        for target in ("harness.apps.tracking.markdown", "harness.apps.tracking.plots", "harness.apps.tracking.report",

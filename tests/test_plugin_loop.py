@@ -233,10 +233,12 @@ def test_a_failing_command_ends_as_an_error_with_one_line(project: Project) -> N
     result.assert_outcomes(failed=1)
     assert result.ret == 1
     result.stdout.fnmatch_lines([
-        f"writer[greet] ERROR on attempt 1: producer command exited 3: {PYTHON} fail_cmd.py: boom: no input file"])
+        f"writer[greet] ERROR on attempt 1: producer command exited 3 (incomplete): {PYTHON} fail_cmd.py: boom: no "
+        "input file"])
     assert "Traceback" not in result.stdout.str()
     (row,) = project.runs()
     assert (row["status"], row["outcome"], row["overall_score"]) == ("escalated", "error", None)
+    assert row["exit_code"] == 3  # the command's own code, not a flattened 1
     assert "producer command exited 3" in row["feedback"]
     assert not (project.cycle_dir() / "writer" / "attempt-1.md").exists()
 

@@ -130,7 +130,8 @@ def test_artifact_layout_eval_json_and_run_log(project: Project) -> None:
     assert sorted(p.name for p in run_dir.iterdir() if not p.name.startswith(".")) == ["run-log.json", "writer"]
     folder = run_dir / "writer"
     assert sorted(p.name for p in folder.iterdir()) == [
-        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "final.md"]
+        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "execution-result.json",
+        "final.md"]
     assert (folder / "final.md").read_bytes() == (folder / "attempt-2.md").read_bytes()
 
     # attempt-{n}.eval.json is the seed's EvaluatorOutput.
@@ -182,7 +183,7 @@ def test_no_final_md_when_no_attempt_passed(project: Project) -> None:
     project.run("suites/").assert_outcomes(failed=1)
     folder = project.cycle_dir() / "writer"
     assert sorted(p.name for p in folder.iterdir()) == [
-        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md"]
+        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "execution-result.json"]
 
 
 def test_an_agent_with_two_cases_gets_a_folder_per_case(project: Project) -> None:
@@ -199,9 +200,10 @@ cases:
     folder = project.cycle_dir() / "writer"
     assert sorted(p.name for p in folder.iterdir()) == ["first", "second"]
     assert sorted(p.name for p in (folder / "first").iterdir()) == [
-        "attempt-1.eval.json", "attempt-1.md", "final.md"]
+        "attempt-1.eval.json", "attempt-1.md", "execution-result.json", "final.md"]
     assert sorted(p.name for p in (folder / "second").iterdir()) == [
-        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "final.md"]
+        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "execution-result.json",
+        "final.md"]
     log = project.run_log()
     assert sorted(e["artifact_path"] for e in log) == [
         f"WORK/runs/{cycle}/writer/first/attempt-1.md",

@@ -84,6 +84,16 @@ def test_the_demo_shows_the_retry_off_and_a_bad_input(demo: Project) -> None:
     assert "text: missing" in no_text["feedback"]
     generation = results(demo, "generation")["long-report"]
     assert (generation["success"], generation["attempts"]) == (False, 1)
+    # the gates say where each failed: a bad input at the precondition, an invalid answer at the output
+    executions = {path.parent.name: json.loads(path.read_text())
+                  for path in demo.work.glob("runs/*/*/*/execution-result.json")}
+    for execution in executions.values():
+        assert contract_errors("execution_result", execution) == []
+    gates = {case: [(g["gate"], g["passed"]) for g in e["diagnostics"]["gates_passed"]]
+             for case, e in executions.items()}
+    assert gates["no-text"] == [(1, False)] and executions["no-text"]["triage"] == "fix_inputs"
+    assert gates["long-report"] == [(1, True), (2, True), (3, False)]
+    assert executions["long-report"]["status"] == "failure" and executions["long-report"]["exit_code"] == 84
 
     # a bad input to a generation makes no model call: nothing billed, no GenerationResult
     summarize.write_text(summarize.read_text() + "  - id: untitled\n    inputs: {text: a text without a title}\n")

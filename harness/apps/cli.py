@@ -12,7 +12,8 @@ from harness.base.errors import ExitCode, HarnessError
 from harness.base.redaction import redact
 
 # Each module provides register(subparsers); a subcommand's handler returns the exit code.
-SUBCOMMAND_MODULES = ("harness.apps.tracking.cli", "harness.apps.tournament.cli", "harness.apps.importers.cli")
+SUBCOMMAND_MODULES = ("harness.apps.tracking.cli", "harness.apps.tournament.cli", "harness.apps.importers.cli",
+                      "harness.apps.traces.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -49,7 +49,7 @@ class ExitCode(IntEnum):
 class HarnessError(Exception):
     """Base class: an error the harness explains in one line, never with a traceback."""
 
-    exit_code: ExitCode = ExitCode.GENERAL_FAILURE
+    exit_code: int = ExitCode.GENERAL_FAILURE  # an ExitCode, or a command's own code (65, 143, ...)
 
 
 class HarnessConfigError(HarnessError):
@@ -124,6 +124,6 @@ class AgentRunError(HarnessError):
 
     exit_code = ExitCode.GENERAL_FAILURE
 
-    def __init__(self, message: str, exit_code: ExitCode = ExitCode.GENERAL_FAILURE):
+    def __init__(self, message: str, exit_code: int = ExitCode.GENERAL_FAILURE):
         super().__init__(message)
         self.exit_code = exit_code

@@ -1,7 +1,8 @@
 """The event stream: what happens in a run, as typed events, for any number of sinks.
 
 The engine emits an item's life (started, each artifact, each generation, each judgement, each finished
-attempt, finished), the model layer each model call, the tournament each iteration's steps. A sink is any
+attempt, finished) and its assessment (invoked, each gate checked, progress, the execution result, each
+handoff between phases), the model layer each model call, the tournament each iteration's steps. A sink is any
 callable taking an event; :meth:`Events.subscribe` adds one. The session's progress line and cost account, the
 ``pytest_harness_attempt_finished`` hook and a plugin's own trace are sinks of the same stream, so a new
 consumer (an execution trace, a live viewer, a queue) is one more sink, not another call in the engine.
@@ -147,6 +148,62 @@ class ItemFinished(Event):
     spend: Spend
     case_id: str = ""
     loop_result: dict[str, Any] = field(default_factory=dict, repr=False)  # the LoopResult contract's JSON
+    location: RunLocation | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class SkillInvoked(Event):
+    """An execution begins (an item, or a phase of a construct): who runs it and what it was given, before its
+    gates. ``inputs`` are as the capture settings keep them (hashed by default), never raw unless asked for."""
+
+    nodeid: str
+    skill_id: str          # the agent, skill or phase that runs
+    version: str | None
+    operator_type: str     # how it runs: the runner kind (python, command, prompt, ...), a skill's template type
+    inputs: dict[str, Any] = field(default_factory=dict, repr=False)
+    context_size: int = 0  # characters of input it was given
+    attempt: int = 1
+    phase: str | None = None
+
+
+@dataclass(frozen=True)
+class GateChecked(Event):
+    """One assessment gate of an execution, checked: ``gate`` is the GateResult contract's JSON."""
+
+    nodeid: str
+    gate: dict[str, Any]
+    attempt: int = 1
+    phase: str | None = None
+    remediation_attempted: bool = False  # a retry or revision follows the failure
+
+
+@dataclass(frozen=True)
+class ExecutionProgress(Event):
+    """An execution moved on: a phase entered or left, artifacts made, side effects had."""
+
+    nodeid: str
+    phase_entered: str | None = None
+    phase_exited: str | None = None
+    artifacts_created: tuple[str, ...] = ()
+    side_effects: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class ExecutionCompleted(Event):
+    """An execution ended: ``result`` is the execution result contract's JSON, as the capture settings keep it."""
+
+    nodeid: str
+    result: dict[str, Any] = field(repr=False)
+    location: RunLocation | None = field(default=None, repr=False)
+    phase: str | None = None
+
+
+@dataclass(frozen=True)
+class HandoffAttempted(Event):
+    """One phase handed its artifacts to the next: ``handoff`` is the PhaseHandoff contract's JSON."""
+
+    nodeid: str
+    handoff: dict[str, Any] = field(repr=False)
     location: RunLocation | None = field(default=None, repr=False)
 
 

@@ -19,7 +19,10 @@ import json
 import threading
 from collections.abc import Iterable
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from harness.base.errors import HarnessConfigError
 
 if TYPE_CHECKING:
     import jsonschema
@@ -204,3 +207,13 @@ def _json_type(value: Any) -> str:
 def _shown(value: Any, limit: int = 60) -> str:
     text = " ".join(repr(value).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_contract(name: str, path: Path | str, raw: Any, fix: str) -> None:
+    """A user file read field by field, checked once more against its shipped contract ``name``: whatever the
+    reading let through (it should be nothing) is still one ``HarnessConfigError`` naming the field, never a file
+    the contract refuses."""
+    found = contract_errors(name, json.loads(json.dumps(raw, default=str)))
+    if found:
+        where, _, problem = found[0].partition(": ")
+        raise HarnessConfigError(path, None if where == "(root)" else where, problem, fix)

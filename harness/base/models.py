@@ -227,6 +227,8 @@ class LoopPolicy(Frozen):
     threshold: float | None = None  # the agent's own; None: the rubric's, else the defaults'
     default_threshold: float | None = None  # defaults.pass_threshold: applies only where neither sets one
     max_attempts: int = 3
+    # attempts that ended in an error whose exit code calls for a retry (1-3, 75) are run again this often
+    max_retries: int = 0
     escalate_on_fail: bool = True
     margin_required: float = 0.0  # a selector's top candidate must beat the second by this much
     borderline_margin: float = 0.0  # a pass closer than this to the threshold goes to a human
@@ -275,6 +277,7 @@ class Case(Frozen):
     expected: Any = None  # the reference answer (a dataset's ``expected:`` or the case's own)
     criteria: tuple[Dimension, ...] = ()  # judged dimensions this case adds to its rubric
     checks: tuple[Dimension, ...] = ()  # check dimensions this case adds to its rubric
+    selection: tuple[str, ...] = ()  # the agents or skills a router should choose here (the selection gate)
 
 
 # --- records (seed 000 sections 1 and 2) -------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Checks against a reference answer: ``equals``, ``similar`` and ``json_path``.
+"""Checks against a reference answer: ``equals``, ``similar``, ``json_path`` and ``selected`` (a router's choice).
 
 The reference is the case's ``expected`` unless the check gives its own ``value``; a list means any of these.
 Text is compared after normalisation: ``normalize: true`` (the default) ignores case and runs of whitespace;
@@ -162,6 +162,56 @@ def parse_equals(raw: Any, f: Fields) -> EqualsCheck:
         parse_normalize(opts["normalize"], f) if "normalize" in opts else DEFAULT_NORMALIZE,
         place=f,
     )
+
+
+# --------------------------------------------------------------------------------------------- selected
+
+_SELECTED_EXAMPLE = "selected: summarize, or selected: [summarize, digest]"
+# where a router's JSON answer names what it chose
+CHOICE_KEYS = ("skill", "agent", "selected", "selection", "choice", "route", "tool")
+
+
+@dataclass(frozen=True)
+class SelectedCheck:
+    """Score 1.0 when a router chose one of ``values`` (the selection gate, checked by rule): the choice is the
+    JSON answer's ``skill``, ``agent``, ``selected``, ``choice``, ``route`` or ``tool``, else its first line."""
+
+    values: tuple[str, ...]
+    kind = "selected"
+
+    def run(self, artifact: str, context: CheckContext) -> CheckResult:
+        chosen = chosen_name(artifact)
+        wanted = {normalize_text(v, NORMALIZATIONS[:3]) for v in self.values}
+        if chosen is not None and normalize_text(chosen, NORMALIZATIONS[:3]) in wanted:
+            return CheckResult(1.0, f"chose {quote(chosen)}")
+        found = "no choice" if chosen is None else f"chose {quote(chosen)}"
+        return CheckResult(0.0, f"{found}; the right one is {quote_any(self.values)}",
+                           (f"Choose {quote_any(self.values)} for this request",))
+
+
+def chosen_name(artifact: str) -> str | None:
+    """What a router's answer names: a choice key of its JSON object, else its first line that says something."""
+    text = artifact.strip()
+    if text.startswith("{"):
+        try:
+            answer = json.loads(text)
+        except ValueError:
+            answer = None
+        if isinstance(answer, Mapping):
+            for key in CHOICE_KEYS:
+                if isinstance(answer.get(key), str):
+                    return answer[key]
+            return None
+    for line in text.splitlines():
+        line = line.strip().strip("`*_\"'. ")
+        if line:
+            return line
+    return None
+
+
+@check_kind("selected")
+def parse_selected(raw: Any, f: Fields) -> SelectedCheck:
+    return SelectedCheck(parse_values(raw, f, None, _SELECTED_EXAMPLE))
 
 
 # --------------------------------------------------------------------------------------------- similar

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
+from harness.base.capture import Capture
 from harness.base.events import Events
 from harness.base.models import AgentConfig, Case, LoopPolicy, Outcome, RecordStatus, Rubric
 from harness.base.requests import AgentRequest, Subject
@@ -20,6 +21,7 @@ from harness.evaluation.artifact_items import read_ranking
 from harness.evaluation.evaluate import Evaluation
 from harness.evaluation.runners import Runner
 from harness.evaluation.steps import Attempt, ItemRun, LoopResult
+from harness.loading.cases import SELECTION_DIMENSION
 from harness.records import RunLocation
 
 
@@ -39,6 +41,7 @@ class CasePlan:
     judge_samples: int = 1
     stop: StopFlag | None = None
     events: Events = field(default_factory=Events)  # the item's life, for the session's sinks
+    capture: Capture = field(default_factory=Capture)  # what its execution result keeps of inputs and outputs
 
 
 def run_loop(plan: CasePlan) -> LoopResult:
@@ -49,19 +52,31 @@ def run_loop(plan: CasePlan) -> LoopResult:
                            expected=case.expected)
     max_attempts = policy.max_attempts if plan.reviser is not None else 1
     run = ItemRun(plan.nodeid, plan.agent.name, case.id, plan.rubric, plan.threshold, plan.location, plan.events,
-                  plan.stop)
-    run.start(max_attempts)
-    for number in range(1, max_attempts + 1):
+                  plan.stop, capture=plan.capture)
+    run.start(max_attempts, operator_type=plan.agent.producer.kind, inputs=case.inputs,
+              goal=case.description or plan.rubric.description or plan.rubric.title,
+              selection=SELECTION_DIMENSION if case.selection else None)
+    retries = 0  # attempts run again after an error whose exit code calls for a retry
+    number = 0
+    while number < max_attempts + retries:
+        number += 1
+        stop = False
         with run.attempt() as attempt:
             attempt.produce(*_maker(plan, run, number))
+            last = number == max_attempts + retries
             evaluation = attempt.evaluate(judge=plan.judge, context=context, samples=plan.judge_samples,
                                           about=Subject(plan.agent.name, case.id, number, case.inputs, case.expected),
-                                          revision_follows=number < max_attempts)
-            status, outcome, stop, reason = _decide(evaluation, attempt, number, max_attempts, policy,
+                                          revision_follows=not last)
+            status, outcome, stop, reason = _decide(evaluation, attempt, number, max_attempts + retries, policy,
                                                    [f for f in (*case.flags, *attempt.flags)
                                                     if f in policy.escalate_conditions], plan.reviser)
             attempt.finish(status, outcome, reason)
-        if run.failed or stop:
+        if run.failed:
+            if run.last.triage == "retry" and retries < policy.max_retries:
+                retries += 1
+                continue
+            break
+        if stop:
             break
     return run.finish()
 
@@ -70,10 +85,9 @@ def _maker(plan: CasePlan, run: ItemRun, number: int) -> tuple[Runner, AgentRequ
     """Who makes attempt ``number``'s artifact, and what they are asked: the producer first, then the reviser
     with the last artifact, its evaluation and the suggested fixes."""
     agent, case = plan.agent.name, plan.case
-    if number == 1:
+    last = run.last if run.attempts else None
+    if last is None or last.evaluation is None or plan.reviser is None:  # the first, or a retry after an error
         return plan.producer, AgentRequest("producer", agent, case.id, number, case.inputs)
-    last = run.last
-    assert last.evaluation is not None and plan.reviser is not None
     previous = last.evaluation.to_output().model_dump(mode="json")
     return plan.reviser, AgentRequest("reviser", agent, case.id, number, case.inputs, artifact=run.last_artifact or "",
                                       evaluation=previous, suggested_fixes=tuple(previous["suggestedFixes"]))

@@ -15,6 +15,7 @@ import dataclasses
 import json
 import os
 import shlex
+import signal
 import sys
 import sysconfig
 import traceback
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from harness.base import exit_codes
 from harness.base.errors import AgentRunError, ExitCode
 from harness.base.models import AgentConfig, PromptTemplate, RunnerSpec
 from harness.base.redaction import child_environment
@@ -187,11 +189,14 @@ class CommandRunner:
         problem = done.limit_problem(limits)
         if problem:
             raise AgentRunError(f"{self.role} command stopped: it {problem}: {self.command}",
-                                ExitCode.GENERAL_FAILURE)
+                                ExitCode.QUOTA_EXCEEDED)
         if done.exit_code != 0:
+            # the command's own code is the item's (65 stays 65; a signal N is 128+N): its triage depends on it
             tail = (done.stderr.strip().splitlines() or ["(no stderr)"])[-1]
-            code = ExitCode(done.exit_code) if done.exit_code in (126, 127) else ExitCode.GENERAL_FAILURE
-            raise AgentRunError(f"{self.role} command exited {done.exit_code}: {self.command}: {tail}", code)
+            how = f"exited {done.exit_code} ({exit_codes.name(done.exit_code)})"
+            if done.exit_code > exit_codes.SIGNAL_BASE:
+                how = f"was killed by {signal_name(done.exit_code - exit_codes.SIGNAL_BASE)} (exit {done.exit_code})"
+            raise AgentRunError(f"{self.role} command {how}: {self.command}: {tail}", done.exit_code)
         out = done.stdout
         stripped = out.strip()
         if stripped.startswith("{"):
@@ -255,3 +260,11 @@ class TemplateRunner:
     def run(self, request: AgentRequest) -> RunnerOutput:
         reply = self.client.complete(messages=[Message.user(render_template(self.template, request))], batch=False)
         return RunnerOutput(text=reply.text, spend=reply.spend)
+
+
+def signal_name(number: int) -> str:
+    """``SIGTERM`` for 15; ``signal 99`` for a number no signal has."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

@@ -17,10 +17,12 @@ import contextlib
 import datetime as dt
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.base import exit_codes
+from harness.base.capture import Capture
 from harness.base.clock import utc_now
 from harness.base.errors import ExitCode, HarnessError, ModelUnavailable, ValidationFailed
 from harness.base.events import (
@@ -38,6 +40,7 @@ from harness.base.requests import AgentRequest, Subject
 from harness.base.stop import StopFlag
 from harness.base.usage import Spend, Usage
 from harness.checks import CheckContext
+from harness.evaluation.assessment import Check, Execution, artifact_of, assess_attempt
 from harness.evaluation.evaluate import Evaluation, check_review, evaluate
 from harness.evaluation.runners import Runner, RunnerOutput
 from harness.llm import CostCapReached
@@ -66,10 +69,16 @@ class AttemptResult:
     commands: tuple[dict[str, Any], ...] = ()  # the attempt's command runs, as the records keep them
     flags: tuple[str, ...] = ()  # what its producer or reviser raised (escalate_conditions)
     reason: str | None = None  # why it ended as it did (an error, an escalation, a verdict's explanation)
+    duration_ms: int = 0
 
     @property
     def usage(self) -> Usage:
         return self.spend.usage
+
+    @property
+    def triage(self) -> exit_codes.Triage:
+        """What an orchestrator does about how this attempt ended (retry, fix the inputs, escalate, ...)."""
+        return exit_codes.triage(self.exit_code)
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,7 @@ class LoopResult:
     outcome: Outcome
     exit_code: int
     attempts: list[AttemptResult] = field(default_factory=list)
+    execution: dict[str, Any] | None = field(default=None, repr=False)  # the execution result contract's JSON
 
     @property
     def spend(self) -> Spend:
@@ -138,11 +148,34 @@ class ItemRun:
     location: RunLocation
     events: Events
     stop: StopFlag | None = None
+    capture: Capture = field(default_factory=Capture)  # what the execution result keeps of inputs and outputs
     attempts: list[AttemptResult] = field(default_factory=list)
     last_artifact: str | None = None  # the latest attempt's artifact (a reviser's starting point)
+    execution: Execution | None = None  # the assessment of this run: its gates and execution result
+    confidence: float | None = None  # what a kind knows of how sure its verdict is (a review's confidence)
+    selection: str | None = None  # the dimension saying whether the right agent or skill was chosen (gate 0)
+    _inputs: tuple[str, ...] = field(default=(), init=False, repr=False)
 
-    def start(self, max_attempts: int) -> None:
+    def start(self, max_attempts: int, *, operator_type: str = "item", version: str | None = None,
+              inputs: Mapping[str, Any] | None = None, goal: str | None = None,
+              preconditions: Sequence[Check] | None = None, selection: str | None = None) -> None:
+        """The run begins: its execution is invoked with ``inputs``; ``preconditions`` (gate 1) are checked now
+        when the kind gives them, else when the first attempt ends (an input rejected there fails the gate)."""
         self.events.emit(ItemStarted(self.nodeid, self.agent, self.case_id, max_attempts))
+        self.execution = Execution(nodeid=self.nodeid, skill_id=self.agent, version=version,
+                                   operator_type=operator_type, inputs=inputs or {}, events=self.events,
+                                   capture=self.capture, location=self.location,
+                                   goal_statement=goal or self.rubric.description or self.rubric.title)
+        self._inputs = tuple(inputs or ())
+        self.selection = selection
+        if preconditions is not None:
+            self.execution.gate(1, preconditions)
+
+    def preconditions(self) -> list[Check]:
+        """Gate 1 of an item whose kind names no preconditions: its inputs were found and loaded."""
+        if not self._inputs:
+            return [Check("inputs", True, "the item takes no inputs")]
+        return [Check("inputs", True, f"{len(self._inputs)} given: {', '.join(self._inputs[:10])}")]
 
     @contextlib.contextmanager
     def attempt(self) -> Iterator[Attempt]:
@@ -176,12 +209,49 @@ class ItemRun:
             success=last.outcome == "passed", final_attempt=last.attempt, final_score=last.record.overall_score,
             artifact_path=last.record.artifact_path, all_runs=[a.record for a in self.attempts],
             escalated=last.record.status == "escalated", escalation_reason=escalation_reason, outcome=last.outcome,
-            exit_code=last.exit_code, attempts=list(self.attempts),
+            exit_code=last.exit_code, attempts=list(self.attempts), execution=self._execution_result(),
         )
         self.events.emit(ItemFinished(self.nodeid, result.outcome, result.final_score, len(self.attempts),
                                       result.spend, case_id=self.case_id, loop_result=result.contract(),
                                       location=self.location))
         return result
+
+
+    def _execution_result(self) -> dict[str, Any] | None:
+        """The execution result of this run (the assessment's contract), emitted for the records and the trace."""
+        if self.execution is None:
+            return None
+        last = self.attempts[-1]
+        evaluation = last.evaluation
+        artifacts = []
+        if last.record.artifact_path:
+            path = self.location.attempt_artifact(last.attempt)
+            if path.is_file():
+                artifacts.append({**artifact_of(path, metadata={"attempt": last.attempt}),
+                                  "path": last.record.artifact_path})
+        errors = [{"code": a.exit_code, "source": f"attempt {a.attempt}", "message": a.reason or a.outcome}
+                  for a in self.attempts if a.evaluation is None]
+        warnings = [{"source": "judge", "message": f"the goal was not assessed: {evaluation.indeterminate_reason}"}
+                    for evaluation in [evaluation] if evaluation is not None and evaluation.passed is None]
+        warnings += [{"source": "sandbox", "message": f"the {role} command ran without the sandbox"}
+                     for role in sorted({c["role"] for a in self.attempts for c in a.commands if not c["confined"]})]
+        spend = Spend()
+        for attempt in self.attempts:
+            spend.merge(attempt.spend)
+        if not spend.cost_known:
+            warnings.append({"source": "cost", "message": "a model it called has no price: its cost is unknown"})
+        retries = [{"attempt": a.attempt, "exit_code": a.exit_code, "reason": a.reason or a.outcome,
+                    "kind": "retry" if a.evaluation is None else "revision", "duration_ms": a.duration_ms}
+                   for a in self.attempts[:-1]]
+        evidence = [] if evaluation is None else [
+            {"kind": verdict.source, "reference": dim_id,
+             "summary": f"{dim_id} {'-' if verdict.score is None else f'{verdict.score:.2f}'}: {verdict.reason}"[:500]}
+            for dim_id, verdict in evaluation.dimensions.items()]
+        return self.execution.finish(
+            last.exit_code, primary=self.last_artifact, artifacts=artifacts, errors=errors, warnings=warnings,
+            retries=retries, confidence=self.confidence, evidence=evidence,
+            human_review_requested=last.record.status == "escalated", score=last.record.overall_score,
+            attempts=len(self.attempts), cycle_id=self.location.cycle_id)
 
 
 class Attempt:
@@ -197,6 +267,7 @@ class Attempt:
         self.artifact: str | None = None
         self.flags: tuple[str, ...] = ()
         self.evaluation: Evaluation | None = None
+        self.error: HarnessError | None = None  # what ended it, when an error did
         self.result: AttemptResult | None = None
         details = AttemptDetails(nodeid=run.nodeid, case_id=run.case_id, rubric_name=run.rubric.name,
                                  threshold=run.threshold)
@@ -284,6 +355,7 @@ class Attempt:
         if isinstance(exc, CostCapReached) and self.run.stop is not None:
             self.run.stop.set(str(exc), cause="cost_cap")
         self.evaluation = None
+        self.error = exc
         outcome: Outcome = ("validation_failed" if isinstance(exc, ValidationFailed) else
                             "indeterminate" if isinstance(exc, ModelUnavailable) else "error")
         return self._record("escalated", outcome, str(exc), int(exc.exit_code))
@@ -313,6 +385,9 @@ class Attempt:
             created_at=self.created_at, duration_ms=int((time.monotonic() - self.started) * 1000),
             rubric_version=run.rubric.version,
         )
+        assess_attempt(run.execution, number=self.number, exit_code=exit_code, error=self.error,
+                       artifact=self.artifact, evaluation=evaluation, threshold=run.threshold,
+                       preconditions=run.preconditions, started=self.started, selection=run.selection)
         details = AttemptDetails(
             nodeid=run.nodeid, case_id=run.case_id, rubric_name=run.rubric.name, threshold=run.threshold,
             outcome=outcome, exit_code=exit_code, model=spend.model, input_tokens=usage.input_tokens,
@@ -325,6 +400,7 @@ class Attempt:
                                         location=run.location))
         self.result = AttemptResult(attempt=self.number, record=record, outcome=outcome, evaluation=evaluation,
                                     spend=spend, exit_code=exit_code, error=reason if evaluation is None else None,
-                                    commands=tuple(commands or ()), flags=self.flags, reason=reason)
+                                    commands=tuple(commands or ()), flags=self.flags, reason=reason,
+                                    duration_ms=record.duration_ms)
         run.attempts.append(self.result)
         return self.result

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.base.argtypes import choice, dollars, seconds, whole_number
+from harness.base.capture import INPUT_CAPTURES, OUTPUT_CAPTURES, Capture
 from harness.face.activation import add_enable_ini, add_option
 
 CACHE_MODES = ("auto", "off", "read", "write", "refresh")
@@ -22,6 +23,8 @@ DEFAULT_CONCURRENCY = 16
 _positive = whole_number(1)
 _indeterminate = choice("skip", "fail")
 
+
+EXIT_STATUS_MODES = ("pytest", "item")
 
 def add_options(parser: pytest.Parser) -> None:
     """Declare the harness's options (one group, each with its ini twin)."""
@@ -87,6 +90,14 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("harness_suite", "agents.yaml used to calibrate judged rubrics (default: suites/agents.yaml)",
                   default="suites/agents.yaml")
     parser.addini("harness_indeterminate", "skip or fail items nobody could score (default: skip)", default="skip")
+    add_option(group, "--harness-exit-status", dest="harness_exit_status", metavar="pytest|item", default=None,
+               type=choice(*EXIT_STATUS_MODES),
+               help="the run's exit status: pytest's own (default), or item: the most severe failed item's exit "
+                    "code (65 a command's data error, 80 blocked, 84 validation failed, 143 SIGTERM, ...)")
+    parser.addini("harness_exit_status", "pytest (default) or item: the exit status is the most severe failed "
+                  "item's exit code", default="pytest")
+
+    add_capture_options(parser, group)
 
 
 
@@ -194,6 +205,87 @@ def _unconfined(config: pytest.Config) -> tuple[str, ...]:
     return tuple(names)
 
 
+def add_capture_options(parser: pytest.Parser, group) -> None:  # noqa: ANN001 - pytest's OptionGroup
+    """The capture settings (what a run keeps of inputs and outputs; its execution trace) and the OpenTelemetry
+    exporter, each with its ini twin."""
+    add_option(group, "--harness-capture", dest="harness_capture", metavar="on|off", default=None, type=_on_off,
+               help="write the execution trace (WORK/traces/CYCLE.jsonl) and keep inputs and outputs as the capture "
+                    "settings say (default: ini harness_capture, else on)")
+    add_option(group, "--harness-capture-retention-days", dest="harness_capture_retention_days", metavar="DAYS|never",
+               default=None, type=_retention_days,
+               help="delete traces last written more than DAYS days ago when a run starts; never keeps them "
+                    f"(default: ini harness_capture_retention_days, else {DEFAULT_RETENTION_DAYS})")
+    add_option(group, "--harness-capture-inputs", dest="harness_capture_inputs", metavar="|".join(INPUT_CAPTURES),
+               default=None, type=choice(*INPUT_CAPTURES),
+               help="what traces and execution results keep of an item's inputs: none, hashed (each value's "
+                    "sha256; default) or full (the values, secrets redacted)")
+    add_option(group, "--harness-capture-outputs", dest="harness_capture_outputs", metavar="|".join(OUTPUT_CAPTURES),
+               default=None, type=choice(*OUTPUT_CAPTURES),
+               help="what traces and execution results keep of an item's output: none, summary (type, size, "
+                    "sha256 and the first characters; default) or full (secrets redacted)")
+    add_option(group, "--harness-otel", dest="harness_otel", action="store_true", default=None,
+               help="export each item and model call as OpenTelemetry spans (GenAI semantic conventions) over "
+                    "OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT; needs pip install 'pytest-rubric[otel]' "
+                    "(default: ini harness_otel, else off)")
+    parser.addini("harness_capture", "write execution traces and capture inputs and outputs: on or off "
+                  "(default: on)", default="on")
+    parser.addini("harness_capture_retention_days", "days a trace is kept after its last line, or never "
+                  f"(default: {DEFAULT_RETENTION_DAYS})", default=str(DEFAULT_RETENTION_DAYS))
+    parser.addini("harness_capture_inputs", "inputs kept in traces and execution results: none, hashed or full "
+                  "(default: hashed)", default="hashed")
+    parser.addini("harness_capture_outputs", "outputs kept in traces and execution results: none, summary or full "
+                  "(default: summary)", default="summary")
+    parser.addini("harness_otel", "export spans over OpenTelemetry (default: false)", type="bool", default=False)
+
+
+DEFAULT_RETENTION_DAYS = 30
+_ON = {"on": True, "true": True, "yes": True, "1": True, "off": False, "false": False, "no": False, "0": False}
+
+
+def _on_off(text: str) -> bool:
+    try:
+        return _ON[text.strip().lower()]
+    except KeyError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not on or off (fix: write on or off)") from None
+
+
+def _retention_days(text: str) -> int | str:
+    """A whole number of days (1 or more), or ``never``. 0 is refused: it could mean "delete at once" as well as
+    "never delete", and a trace deleted by a misreading cannot be had back."""
+    if text.strip().lower() == "never":
+        return "never"
+    try:
+        days = int(text)
+    except ValueError:
+        days = None
+    if days is None or days < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of days (fix: give 1 or more days, such as "
+                                         f"{DEFAULT_RETENTION_DAYS}, or never to keep traces until you delete them)")
+    return days
+
+
+def capture_settings(config: pytest.Config) -> Capture:
+    """The run's capture settings, from the options or their ini twins."""
+    retention = _setting(config, "harness_capture_retention_days", _retention_days)
+    return Capture(enabled=_setting(config, "harness_capture", _on_off) is not False,
+                   retention_days=None if retention == "never" else (retention or DEFAULT_RETENTION_DAYS),
+                   include_inputs=_setting(config, "harness_capture_inputs", choice(*INPUT_CAPTURES)) or "hashed",
+                   include_outputs=_setting(config, "harness_capture_outputs", choice(*OUTPUT_CAPTURES)) or "summary")
+
+
+def _otel(config: pytest.Config) -> bool:
+    """--harness-otel (ini harness_otel): on only where the exporter can be made, else one usage error."""
+    if not _setting(config, "harness_otel", bool):
+        return False
+    from harness.records.otel import otel_problem
+
+    problem = otel_problem()
+    if problem:
+        flag = "--harness-otel" if config.getoption("harness_otel", None) else "ini harness_otel"
+        raise pytest.UsageError(f"{flag}: {problem}")
+    return True
+
+
 def read_settings(config: pytest.Config) -> dict:
     """Every harness option, from the command line or its ini twin; parsed once, in pytest_configure."""
     root = Path(config.rootpath)
@@ -203,6 +295,7 @@ def read_settings(config: pytest.Config) -> dict:
         input_roots=_input_roots(config, root), data_modules=_data_modules(config),
         unconfined_runners=_unconfined(config),
         indeterminate=_setting(config, "harness_indeterminate", _indeterminate),
+        exit_status=_setting(config, "harness_exit_status", choice(*EXIT_STATUS_MODES)) or "pytest",
         concurrency=_setting(config, "harness_concurrency", _positive) or DEFAULT_CONCURRENCY,
         judge_samples=_setting(config, "harness_judge_samples", _positive) or 1,
         judge_model=_setting(config, "harness_judge_model", _model_name) or None,
@@ -212,4 +305,5 @@ def read_settings(config: pytest.Config) -> dict:
         rate_limits={flag: _setting(config, f"harness_{flag}", _positive) for flag in ("rpm", "itpm", "otpm")},
         prices_path=_prices_path(config, root),
         progress_interval_s=_setting(config, "harness_progress_interval", seconds) or 0.0,
+        capture=capture_settings(config), otel=_otel(config),
     )

@@ -270,6 +270,25 @@ def pytest_configure_node(node) -> None:
     node.workerinput["harness_session_token"] = config.stash[SESSION_TOKEN]
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Traces last written more than the capture settings' ``retention_days`` ago are deleted, once a run: by the
+    controller (xdist workers share its cycle), not for --collect-only."""
+    config = session.config
+    if not enabled(config) or hasattr(config, "workerinput") or config.option.collectonly:
+        return
+    settings = config.stash[SETTINGS]
+    # "traces" is harness.records.layout.TRACES_DIR, named here so that a run without traces imports nothing
+    if settings["capture"].retention_days is not None and (settings["work_dir"] / "traces").is_dir():
+        from harness.records import prune_traces
+
+        days = settings["capture"].retention_days
+        deleted = prune_traces(settings["work_dir"], days)
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if deleted and reporter is not None:
+            reporter.write_line(f"harness: deleted {len(deleted)} trace{'s' * (len(deleted) != 1)} last written more "
+                                f"than {days} days ago (ini harness_capture_retention_days)")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> None:
     """Start every item's work concurrently; pytest's own loop then reports them in order."""
@@ -309,12 +328,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     verdict decides its exit status (harness.face.verdict)."""
     _stop(session.config, "the session is stopping (-x, --maxfail or Ctrl-C)")
     if enabled(session.config) and not hasattr(session.config, "workerinput"):
-        from harness.face.report_text import not_run_by_cost_cap
+        from harness.face.report_text import failed_exit_codes, not_run_by_cost_cap
         from harness.face.verdict import RunVerdict
 
         verdict = session.config.stash.setdefault(VERDICT, RunVerdict())
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        session.exitstatus = verdict.finish(int(exitstatus), not_run_by_cost_cap=not_run_by_cost_cap(reporter))
+        session.exitstatus = verdict.finish(int(exitstatus), not_run_by_cost_cap=not_run_by_cost_cap(reporter),
+                                            failed_codes=failed_exit_codes(reporter),
+                                            mode=session.config.stash[SETTINGS]["exit_status"])
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
@@ -358,6 +379,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     unconfined = unconfined_line(ours)
     if unconfined:
         terminalreporter.write_line(unconfined, yellow=True)
+    verdict = config.stash.get(VERDICT, None)
+    why = verdict.why if verdict is not None else None
     if config.stash.get(ACTIVE, False):
         from harness.face.session import harness_session
 
@@ -365,10 +388,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         if hs.stop.reason and "cost cap" in hs.stop.reason:
             not_run = not_run_by_cost_cap(terminalreporter)
             line = f"stopped starting new work: {hs.stop.reason}; {not_run} item{'s' * (not_run != 1)} not run"
-            verdict = config.stash.get(VERDICT, None)
-            if verdict is not None and verdict.why:
-                line += f" ({verdict.why})"
-            terminalreporter.write_line(line, yellow=True)
+            terminalreporter.write_line(line + (f" ({why})" if why else ""), yellow=True)
+            why = None
+    if why:
+        terminalreporter.write_line(why, yellow=True)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

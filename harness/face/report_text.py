@@ -197,6 +197,17 @@ def not_run_by_cost_cap(reporter: Any) -> int:
                for report in getattr(reporter, "stats", {}).get("skipped", []))
 
 
+def failed_exit_codes(reporter: Any) -> list[int]:
+    """The exit code of every failed item, xdist workers' included: its result's, else 1 (a plain test, or a
+    failure outside the loop)."""
+    codes = []
+    for report in getattr(reporter, "stats", {}).get("failed", []) + getattr(reporter, "stats", {}).get("error", []):
+        result = ItemResult.read(getattr(report, "user_properties", ()) or ())
+        code = result.exit_code if result is not None else None
+        codes.append(code if code else 1)
+    return codes
+
+
 def result_of(report: Any) -> ItemResult | None:
     """The item's result on its report; an item a gate failed after its loop passed (``--harness-compare``)
     reads as failed."""

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from harness.base.capture import Capture
 from harness.base.errors import HarnessConfigError
 from harness.base.events import AttemptFinished, Event, Events
 from harness.base.models import DEFAULT_THRESHOLD, AgentConfig, ModelSettings, Rubric, RunnerSpec, SuiteConfig
@@ -27,7 +28,8 @@ from harness.evaluation.steps import ItemRun
 from harness.face.scheduler import CaseScheduler
 from harness.llm import CallPolicy, ModelClient
 from harness.loading import load_rubric, load_suite
-from harness.records import RecordStore, RecordWriter
+from harness.records import RecordStore, RecordWriter, TraceSink
+from harness.records.otel import OtelSink
 
 SESSION_KEY = pytest.StashKey["HarnessSession"]()
 
@@ -54,13 +56,18 @@ class HarnessSession:
     unconfined_runners: tuple[str, ...] = ()  # ini harness_unconfined: agent.role (or agent) run without the sandbox
     judge_model: str | None = None  # --harness-judge-model: every judge on this model instead
     progress_interval_s: float = 10.0
+    exit_status: str = "pytest"  # "item": the run exits with the most severe failed item's exit code
     spent_usd: float = 0.0
     last_progress: float = field(default_factory=time.monotonic)
     batch_status: str | None = None
     events: Events = field(default_factory=Events)  # the run's event stream (harness.base.events)
+    capture: Capture = field(default_factory=Capture)  # what the run keeps of inputs and outputs; its trace
+    otel: bool = False  # --harness-otel: items and model calls exported as OpenTelemetry spans
     items_per_agent: dict[str, int] = field(default_factory=dict)  # counted at collection: 2+ share a folder
     _policy: CallPolicy | None = None
     _store: RecordStore | None = None
+    _traces: TraceSink | None = None
+    _otel_sink: OtelSink | None = None
     _cycle_id: str | None = None
     _clients: dict[ModelSettings, ModelClient] = field(default_factory=dict)
     _cache: dict[tuple[str, Path], Any] = field(default_factory=dict)
@@ -74,6 +81,9 @@ class HarnessSession:
         for sinks in self.config.hook.pytest_harness_event_sinks(config=self.config):
             for sink in sinks or ():
                 self.events.subscribe(sink)
+        if self.otel:
+            self._otel_sink = OtelSink()
+            self.events.subscribe(self._otel_sink)
 
     def _account(self, event: Event) -> None:
         if isinstance(event, AttemptFinished):
@@ -99,6 +109,9 @@ class HarnessSession:
             if self._cycle_id is None:
                 token = getattr(self.config, "workerinput", {}).get("harness_session_token")
                 self._cycle_id = self.store.allocate_cycle(session_token=token)
+                if self.capture.enabled:  # the cycle's trace: every process of the session appends to one file
+                    self._traces = TraceSink(self.work_dir, self._cycle_id)
+                    self.events.subscribe(self._traces)
             return self._cycle_id
 
     @property
@@ -153,6 +166,10 @@ class HarnessSession:
             self._policy.close()
         if self._store is not None:
             self._store.close()
+        if self._traces is not None:
+            self._traces.close()
+        if self._otel_sink is not None:
+            self._otel_sink.close()
 
     def model_for(self, agent: AgentConfig, role: str) -> ModelSettings:
         """The model a prompt role of ``agent`` runs on (``--harness-judge-model`` overriding the judge's)."""
@@ -227,7 +244,8 @@ class HarnessSession:
         shared = self.items_per_agent.get(agent, 1) > 1
         location = self.store.location(self.cycle_id, agent, (spec.case or spec.name) if shared else None)
         threshold = spec.threshold if spec.threshold is not None else rubric.effective_threshold(DEFAULT_THRESHOLD)
-        return ItemRun(nodeid, agent, spec.case or spec.name, rubric, threshold, location, self.events, self.stop)
+        return ItemRun(nodeid, agent, spec.case or spec.name, rubric, threshold, location, self.events, self.stop,
+                       capture=self.capture)
 
     def item_kinds(self) -> list[ItemKind]:
         return item_kinds(self.config)

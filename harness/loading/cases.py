@@ -12,11 +12,14 @@ from harness.base.fields import ID_PATTERN, Fields, Section
 from harness.base.models import AgentConfig, Case, Dimension
 from harness.base.yamlfile import LineDict, load_yaml
 from harness.checks import CheckParser
+from harness.checks.compare import SelectedCheck, parse_values
 from harness.loading.datasets import dataset_rows
 from harness.loading.inputs import load_inputs
 from harness.loading.rubrics import DIMENSION_KEYS, parse_dimension
 
-_CASE_KEYS = ("id", "inputs", "flags", "today", "description", "agent", "expected", "criteria", "checks")
+_CASE_KEYS = ("id", "inputs", "flags", "today", "description", "agent", "expected", "criteria", "checks",
+              "selection")
+SELECTION_DIMENSION = "selection"  # the dimension a case's ``selection:`` adds: the selection gate reads it
 
 
 def load_cases(path: Path, *, agents: Mapping[str, AgentConfig], input_roots: Sequence[Path] | None = None,
@@ -65,7 +68,7 @@ def load_cases(path: Path, *, agents: Mapping[str, AgentConfig], input_roots: Se
         cases.append(Case(id=case_id, agent=agent, path=path, line=item.line if isinstance(item, LineDict) else 0,
                           inputs=inputs, flags=case.text_list("flags"), today=today,
                           description=case.text("description"), expected=case.raw.get("expected"),
-                          **additions(case, import_root or path.parent, check_kinds)))
+                          **with_selection(case, additions(case, import_root or path.parent, check_kinds))))
     if "dataset" in top:
         cases.extend(_dataset_cases(top, path, roots, default_agent, shared_inputs, agents, seen,
                                     import_root or path.parent, check_kinds))
@@ -85,6 +88,38 @@ def additions(place: Section, import_root: Path, check_kinds: Mapping[str, Check
         found[key] = tuple(_added(place.fields.nested(f"{key}[{index}]"), item, kind, index, import_root,
                                   check_kinds) for index, item in enumerate(items))
     return found
+
+
+def with_selection(case: Section, found: dict[str, Any]) -> dict[str, Any]:
+    """A case's ``selection:`` (the agent or skill a router should choose for it) as the dimension the selection
+    gate reads: checked by rule (``selection: summarize``: the router's answer names it) or by the judge
+    (``selection: {expected: summarize, by: judge}``); either way a wrong choice fails the case (``min_score``)."""
+    raw = case.raw.get("selection")
+    if raw is None:
+        return found
+    example = "`selection: summarize` or `selection: {expected: [summarize, digest], by: judge}`"
+    place = case.fields.nested("selection")
+    by = "rule"
+    if isinstance(raw, Mapping):
+        options = place.mapping(raw, allowed=("expected", "by"), example=example)
+        if "expected" not in options:
+            raise place.expected("expected", "the agent or skill to choose", None, f"write {example}")
+        by = place.choice(options.get("by", "rule"), "by", ("rule", "judge"), "way to check the choice")
+        raw = options["expected"]
+    values = parse_values(raw, place, "expected" if isinstance(case.raw["selection"], Mapping) else None, example)
+    taken = {d.id for d in (*found.get("criteria", ()), *found.get("checks", ()))}
+    if SELECTION_DIMENSION in taken:
+        raise case.error("selection", f"the case already adds a dimension {SELECTION_DIMENSION!r}",
+                         "rename that criterion or check")
+    if by == "rule":
+        dim = Dimension(id=SELECTION_DIMENSION, weight=1.0, description=f"the router chose {' or '.join(values)}",
+                        check=SelectedCheck(values), min_score=1.0)
+        return {**found, "checks": (*found.get("checks", ()), dim), "selection": values}
+    dim = Dimension(id=SELECTION_DIMENSION, weight=1.0, min_score=0.5,
+                    description=f"Was the right agent or skill chosen for this request? The right one is "
+                                f"{' or '.join(values)}: 1.0 when the answer chooses it, 0.0 when it chooses another "
+                                "or none.")
+    return {**found, "criteria": (*found.get("criteria", ()), dim), "selection": values}
 
 
 def _added(place: Fields, item: Any, kind: str, index: int, import_root: Path,

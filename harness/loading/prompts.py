@@ -18,7 +18,7 @@ def load_prompt(path: Path, *, source: str) -> PromptFile:
     file and field that point at it, for the error when it cannot be read."""
     if not path.is_file():
         raise HarnessConfigError(source, None, f"prompt file {path} cannot be read",
-                                 "fix the path; it is relative to agents.yaml")
+                                 "fix the path; it is relative to the file that names it")
     text = read_text(path)
     title = ""
     sections: dict[str, list[str]] = {}

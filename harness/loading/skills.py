@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from harness.base import jsonschemas
-from harness.base.errors import HarnessConfigError, HarnessConfigWarning
+from harness.base.errors import HarnessConfigWarning
 from harness.base.fields import Fields, Section
 from harness.base.models import Case, Frozen, ModelSettings
 from harness.base.yamlfile import LineDict, load_yaml
@@ -156,7 +155,8 @@ def load_skill(path: Path, *, prompts_dir: Path, rubrics_dir: Path, import_root:
     elif template_type == "LLM_REVIEW":
         fields["review"] = _review(top, fields["output_schema"], rubrics_dir, policy)
     fields["cases"] = tuple(_cases(top, skill_id, template_type, roots, import_root, check_kinds, data_modules))
-    _check_contract(path, raw)
+    jsonschemas.check_contract("skill_descriptor", path, raw,
+                                f"write the field as the skill descriptor has it ({DOCS})")
     return Skill(**fields)
 
 
@@ -203,15 +203,6 @@ def _document_rules(top: Section, template_type: str | None) -> None:
     if "cases" in top and "dataset" in top:
         raise top.error("cases", "given beside dataset:, but a skill takes its cases from one of them", "keep one")
 
-
-def _check_contract(path: Path, raw: Any) -> None:
-    """The file against the shipped contract, once every field was read in words of its own: whatever that reading
-    let through (it should be nothing) is still one error, never a skill the contract refuses."""
-    errors = jsonschemas.contract_errors("skill_descriptor", json.loads(json.dumps(raw, default=str)))
-    if errors:
-        where, _, problem = errors[0].partition(": ")
-        raise HarnessConfigError(path, None if where == "(root)" else where, problem,
-                                 f"write the field as the skill descriptor has it ({DOCS})")
 
 
 def _implementation(top: Section, import_root: Path) -> Implementation | None:

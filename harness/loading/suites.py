@@ -31,9 +31,9 @@ from harness.loading.rubrics import RUBRIC_SUFFIXES, find_rubric, rubric_files, 
 BUILTIN_RUNNER_KINDS = ("prompt", "template", "python", "command")
 MODEL_RUNNER_KINDS = ("prompt", "template")  # the kinds the harness runs on a model itself
 THRESHOLDS_FILE = "thresholds.yaml"
-_POLICY_KEYS = ("threshold", "max_attempts", "escalate_on_fail", "margin_required", "borderline_margin",
+_POLICY_KEYS = ("threshold", "max_attempts", "max_retries", "escalate_on_fail", "margin_required", "borderline_margin",
                 "escalate_conditions")
-_DEFAULT_KEYS = ("pass_threshold", "max_attempts", "escalate_on_fail", "borderline_margin", "escalate_conditions",
+_DEFAULT_KEYS = ("pass_threshold", "max_attempts", "max_retries", "escalate_on_fail", "borderline_margin", "escalate_conditions",
                  "escalation_fails_gate")
 _MODEL_KEYS = ("model", "temperature", "max_tokens", "timeout_s", "max_retries", "base_url", "api_key_env",
                "structured_output")
@@ -69,6 +69,7 @@ def load_suite(path: Path, *, rubrics_dir: Path, runner_kinds: Iterable[str],
     base_policy = LoopPolicy(
         default_threshold=defaults.number("pass_threshold", None, low=0.0, high=1.0),
         max_attempts=defaults.integer("max_attempts", 3),
+        max_retries=defaults.integer("max_retries", 0, low=0),
         escalate_on_fail=defaults.boolean("escalate_on_fail", True),
         borderline_margin=defaults.number("borderline_margin", 0.0, low=0.0, high=1.0),
         escalate_conditions=defaults.text_list("escalate_conditions", single=False),
@@ -106,6 +107,7 @@ def _check_policy(section: Section) -> None:
     for key in ("pass_threshold", "threshold", "borderline_margin", "margin_required"):
         section.number(key, None, low=0.0, high=1.0)
     section.integer("max_attempts", 3)
+    section.integer("max_retries", 0, low=0)
     section.boolean("escalate_on_fail", True)
     section.boolean("escalation_fails_gate", True)
     section.text_list("escalate_conditions", single=False)
@@ -168,16 +170,37 @@ def _load_agent(name: str, raw: Any, path: Path, base_policy: LoopPolicy, judge:
     policy = base_policy.model_copy(update=dict(
         threshold=agent.number("threshold", None, low=0.0, high=1.0),
         max_attempts=agent.integer("max_attempts", base_policy.max_attempts),
+        max_retries=agent.integer("max_retries", base_policy.max_retries, low=0),
         escalate_on_fail=agent.boolean("escalate_on_fail", base_policy.escalate_on_fail),
         margin_required=agent.number("margin_required", 0.0, low=0.0, high=1.0),
         borderline_margin=agent.number("borderline_margin", base_policy.borderline_margin, low=0.0, high=1.0),
         escalate_conditions=agent.text_list("escalate_conditions", single=False) or base_policy.escalate_conditions,
     ))
-    specs = {role: _runner_spec(agent, role, kinds) for role in ("producer", "evaluator", "reviser")
-             if role in agent}
+    roles = _roles(agent, ("producer", "evaluator", "reviser"), kinds, roots,
+                   judge=_model_settings(agent.section("judge", known=_MODEL_KEYS), judge),
+                   production=_model_settings(agent.section("model", known=_MODEL_KEYS), production))
+    return AgentConfig(name=name, rubric_path=_rubric_path(agent, path, rubrics_dir), policy=policy, **roles)
+
+
+def runner_agent(name: str, section: Section, *, rubric_path: Path, runner_kinds: Iterable[str],
+                 input_roots: Sequence[Path]) -> AgentConfig:
+    """An agent of the roles ``section`` declares (``producer:``, and ``evaluator:`` when it has one, with their
+    ``model:`` and ``judge:``), each read exactly as agents.yaml reads an agent's: a construct's phase runs like an
+    agent's producer and is judged like its evaluator. ``producer:`` must be there."""
+    roles = _roles(section, ("producer", "evaluator"), tuple(runner_kinds), tuple(input_roots),
+                   judge=_model_settings(section.section("judge", known=_MODEL_KEYS), ModelSettings()),
+                   production=_model_settings(section.section("model", known=_MODEL_KEYS), ModelSettings()))
+    return AgentConfig(name=name, rubric_path=rubric_path, policy=LoopPolicy(), **roles)
+
+
+def _roles(agent: Section, names: tuple[str, ...], kinds: tuple[str, ...], roots: tuple[Path, ...], *,
+           judge: ModelSettings, production: ModelSettings) -> dict[str, Any]:
+    """The runners of the roles of ``names`` that ``agent`` declares, and what its model roles need: each prompt
+    file, each template, each role's model (``judge`` the evaluator's, ``production`` the others'), the judge's
+    style."""
+    path = agent.fields.path
+    specs = {role: _runner_spec(agent, role, kinds) for role in names if role in agent}
     prompts = {}
-    agent_judge = _model_settings(agent.section("judge", known=_MODEL_KEYS), judge)
-    agent_model = _model_settings(agent.section("model", known=_MODEL_KEYS), production)
     models = {}
     templates = {}
     style = JudgeStyle()
@@ -193,22 +216,20 @@ def _load_agent(name: str, raw: Any, path: Path, base_policy: LoopPolicy, judge:
             templates[role] = _template(own, spec, role)
         if role == "evaluator":
             style = _judge_style(own)
-        base = agent_judge if role == "evaluator" else agent_model
+        base = judge if role == "evaluator" else production
         # `producer: {prompt: x.md, model: openai/gpt-4.1-mini}`
         models[role] = replace(base, model=model_name(own, "model", base.model)) if "model" in own else base
-    return AgentConfig(
-        name=name, rubric_path=_rubric_path(agent, path, rubrics_dir), producer=specs["producer"],
-        evaluator=specs.get("evaluator"), reviser=specs.get("reviser"), policy=policy,
-        judge=models.get("evaluator", agent_judge), models=models, prompts=prompts, templates=templates,
-        judge_style=style,
-    )
+    return dict(producer=specs["producer"], evaluator=specs.get("evaluator"), reviser=specs.get("reviser"),
+                judge=models.get("evaluator", judge), models=models, prompts=prompts, templates=templates,
+                judge_style=style)
 
 
 def _inside_project(place: Fields, raw: Any, spec: RunnerSpec) -> None:
     """A prompt or template file lies inside the project, symbolic links resolved: agents.yaml cannot send
     ``/etc/passwd`` to a model and into the records."""
     key = None if isinstance(raw, str) else spec.kind if spec.kind in raw else "target"
-    place.project_path(spec.target, key, example=f"a {spec.kind} file inside the project, relative to agents.yaml")
+    place.project_path(spec.target, key,
+                       example=f"a {spec.kind} file inside the project, relative to {place.path.name}")
 
 
 def _model_runner_options(kind: str, role: str) -> tuple[str, ...]:
@@ -223,7 +244,8 @@ def _template(own: Section, spec: RunnerSpec, role: str) -> PromptTemplate:
     the names it uses mapped to the slots that fill them."""
     file = spec.base_dir / spec.target
     if not file.is_file():
-        raise own.error("template", f"no template file {file}", "fix the path; it is relative to agents.yaml")
+        raise own.error("template", f"no template file {file}",
+                        f"fix the path; it is relative to {own.fields.path.name}")
     names = own.section("slots", known=None, example="`slots: {completion: output, ideal: expected}`")
     allowed = TEMPLATE_SLOTS[role]
     mapped = {}

@@ -12,7 +12,9 @@ Modules, one job each:
 - ``store``: :class:`RecordStore`: cycles, the liveness lock, writes of rows and artifacts;
 - ``writer``: :class:`RecordWriter`, the event-stream sink that records each item's attempts through the store;
 - ``reconcile``: the records of a killed session made whole by the next one;
-- ``reader``: every SELECT, and :class:`RecordReader`.
+- ``reader``: every SELECT, and :class:`RecordReader`;
+- ``traces``: the execution trace (``traces/{cycle}.jsonl``): :class:`TraceSink` writes it, the readers and
+  :func:`prune_traces` read and prune it; ``otel`` (imported on its own, the SDK being an extra): spans.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from harness.records.layout import (
     database_path,
     run_location,
     run_log_path,
+    trace_path,
+    traces_path,
 )
 from harness.records.reader import ATTEMPT_FIELDS, RecordReader
 from harness.records.reconcile import INTERRUPTED_FEEDBACK, Reconciliation, reconciliation_note
@@ -39,12 +43,23 @@ from harness.records.schema import (
     AttemptDetails,
 )
 from harness.records.store import RecordStore
+from harness.records.traces import (
+    TRACE_EVENTS,
+    TraceRead,
+    TraceSink,
+    cycle_of,
+    follow_trace,
+    prune_traces,
+    read_trace,
+    trace_cycles,
+)
 from harness.records.writer import RecordWriter
 
 __all__ = [
     "ADDED_DETAIL_COLUMNS", "AGENT_RUNS_SCHEMA", "ALIVE_LOCK", "ATTEMPT_DETAILS_SCHEMA", "ATTEMPT_FIELDS",
     "DATABASE_NAME", "INTERRUPTED_FEEDBACK", "LOOP_RESULTS_SCHEMA", "RECONCILED_MARK", "RECONCILIATION_FILE",
-    "RUN_LOG_NAME", "RUN_LOG_TAIL", "AttemptDetails", "Reconciliation", "RecordReader", "RecordStore", "RecordWriter",
-    "RunLocation",
-    "database_path", "reconciliation_note", "run_location", "run_log_path",
+    "RUN_LOG_NAME", "RUN_LOG_TAIL", "TRACE_EVENTS", "AttemptDetails", "Reconciliation", "RecordReader", "RecordStore",
+    "RecordWriter", "RunLocation", "TraceRead", "TraceSink",
+    "cycle_of", "database_path", "follow_trace", "prune_traces", "read_trace", "reconciliation_note", "run_location",
+    "run_log_path", "trace_cycles", "trace_path", "traces_path",
 ]

@@ -4,6 +4,7 @@
 WORK/harness.db
 WORK/runs/{cycle}/{agent}[/{case}]/attempt-{n}.md, attempt-{n}.eval.json, final.md
 WORK/runs/{cycle}/run-log.json, reconciliation.json, .alive.lock, .reconciled
+WORK/traces/{cycle}.jsonl
 ```
 """
 
@@ -19,6 +20,8 @@ RUN_LOG_NAME = "run-log.json"
 ALIVE_LOCK = ".alive.lock"  # runs/{cycle}/: shared-locked by every process of the cycle's session
 RECONCILED_MARK = ".reconciled"  # runs/{cycle}/: its session is gone and its records were made whole
 RECONCILIATION_FILE = "reconciliation.json"  # runs/{cycle}/: what the session that made the cycle reconciled
+TRACES_DIR = "traces"  # traces/{cycle}.jsonl: the execution trace of each cycle, append-only JSON lines
+TRACE_SUFFIX = ".jsonl"
 
 
 def database_path(work_dir: Path) -> Path:
@@ -35,6 +38,15 @@ def cycle_path(work_dir: Path, cycle_id: str) -> Path:
 
 def run_log_path(work_dir: Path, cycle_id: str) -> Path:
     return cycle_path(work_dir, cycle_id) / RUN_LOG_NAME
+
+
+def traces_path(work_dir: Path) -> Path:
+    return Path(work_dir) / TRACES_DIR
+
+
+def trace_path(work_dir: Path, cycle_id: str) -> Path:
+    """The execution trace of a cycle: ``traces/{cycle}.jsonl``."""
+    return traces_path(work_dir) / f"{cycle_id}{TRACE_SUFFIX}"
 
 
 def run_location(work_dir: Path, cycle_id: str, agent_name: str, case_id: str | None) -> RunLocation:

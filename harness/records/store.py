@@ -181,6 +181,19 @@ class RecordStore:
         atomic_write_json(path, result)
         return path
 
+    def write_execution_result(self, where: RunLocation, result: dict[str, Any], phase: str | None = None) -> Path:
+        """``execution-result.json`` (``execution-result.<phase>.json`` for a construct's phase): the execution
+        result of an item, whatever its outcome."""
+        path = where.directory / (f"execution-result.{phase}.json" if phase else "execution-result.json")
+        atomic_write_json(path, result)
+        return path
+
+    def write_handoff(self, where: RunLocation, handoff: dict[str, Any]) -> Path:
+        """``handoff-<from>-to-<to>.json``: a PhaseHandoff between two phases of a construct."""
+        path = where.directory / f"handoff-{handoff['from_phase']}-to-{handoff['to_phase']}.json"
+        atomic_write_json(path, handoff)
+        return path
+
     def write_loop_result(self, where: RunLocation, nodeid: str, case_id: str, result: dict[str, Any]) -> None:
         """The item's LoopResult (seed 000 section 6), a row of ``loop_results`` once its loop ends.
 

@@ -13,7 +13,9 @@ from harness.base.events import (
     AttemptFinished,
     AttemptStarted,
     Event,
+    ExecutionCompleted,
     Generated,
+    HandoffAttempted,
     ItemFinished,
     Judged,
     Reviewed,
@@ -59,8 +61,15 @@ class RecordWriter:
         if event.record.status == "passed":
             self.store.write_final(event.location, event.attempt)
 
+    def _execution(self, event: ExecutionCompleted) -> None:
+        self.store.write_execution_result(event.location, event.result, event.phase)
+
+    def _handoff(self, event: HandoffAttempted) -> None:
+        self.store.write_handoff(event.location, event.handoff)
+
     def _item_finished(self, event: ItemFinished) -> None:
         self.store.write_loop_result(event.location, event.nodeid, event.case_id, event.loop_result)
 
     _writers = {AttemptStarted: _started, ArtifactProduced: _artifact, Judged: _evaluation, Reviewed: _review,
-                Generated: _generation, AttemptFinished: _finished, ItemFinished: _item_finished}
+                Generated: _generation, AttemptFinished: _finished, ItemFinished: _item_finished,
+                ExecutionCompleted: _execution, HandoffAttempted: _handoff}

@@ -1,12 +1,13 @@
 """Kinds of item: the registry (:mod:`~harness.evaluation.items.kinds`), the one codec of an item's result
 (:mod:`~harness.evaluation.items.result`) and the built-in kinds, a module each: ``case`` (case files and
-datasets, run by the loop engine), ``rubric`` (a rubric file's version and its examples' calibration) and ``skill``
-(a skill file's cases, run by its template or its handler).
+datasets, run by the loop engine), ``rubric`` (a rubric file's version and its examples' calibration), ``skill``
+(a skill file's cases, run by its template or its handler) and ``construct`` (a construct's phases, in order, with
+the handoffs between them).
 Plugins add kinds through the ``pytest_harness_item_kinds`` hook (docs/design.md, "Kinds of item")."""
 
 from __future__ import annotations
 
-from harness.evaluation.items import case, rubric, skill
+from harness.evaluation.items import case, construct, rubric, skill
 from harness.evaluation.items.kinds import (
     ItemContext,
     ItemFailed,
@@ -22,5 +23,5 @@ from harness.evaluation.items.result import ItemResult
 from harness.evaluation.steps import Attempt, ItemRun, LoopResult
 
 __all__ = ["Attempt", "ItemContext", "ItemFailed", "ItemKind", "ItemResult", "ItemRun", "ItemSkipped", "ItemSpec",
-           "LoopResult", "builtin_kinds", "case", "entry_point_kinds", "item_kind", "rubric", "skill",
+           "LoopResult", "builtin_kinds", "case", "construct", "entry_point_kinds", "item_kind", "rubric", "skill",
            "with_plugin_kinds"]

@@ -138,7 +138,7 @@ class CaseKind(ItemKind):
                                  threshold=run.threshold, producer=work.runners["producer"],
                                  reviser=work.runners.get("reviser"), judge=work.runners.get("evaluator"),
                                  location=run.location, judge_samples=context.judge_samples, stop=run.stop,
-                                 events=run.events))
+                                 events=run.events, capture=run.capture))
 
 
 @dataclass(frozen=True)

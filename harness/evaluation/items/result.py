@@ -26,6 +26,7 @@ class ItemResult:
 
     outcome: str
     kind: str = "case"
+    exit_code: int | None = None  # the exit codes' list: 0 passed, 1 below the bar, 65 a command's own, 143 SIGTERM
     agent: str | None = None
     case: str | None = None
     rubric: str | None = None
@@ -64,7 +65,8 @@ class ItemResult:
             for name, d in evaluation.dimensions.items()}
         samples = evaluation.samples if evaluation is not None and evaluation.samples else None
         return cls(
-            outcome=run.outcome, kind=kind, agent=agent, case=case, rubric=rubric, cycle=cycle,
+            outcome=run.outcome, kind=kind, exit_code=run.exit_code, agent=agent, case=case, rubric=rubric,
+            cycle=cycle,
             score=run.final_score, threshold=threshold, attempts=run.final_attempt,
             input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
             cache_write_tokens=usage.cache_write_tokens, cache_read_tokens=usage.cache_read_tokens,
@@ -172,6 +174,9 @@ def _decode(name: str, raw: Any) -> Any:
         return tuple(filter(None, str(raw).split(",")))
     if name == "unstable":
         return raw in (True, "True", "true")
+    if name == "exit_code":  # unreadable is unknown, never 0 (success)
+        number = number_or_none(raw)
+        return None if number is None else int(number)
     if name in _INTS:
         try:
             return int(raw)

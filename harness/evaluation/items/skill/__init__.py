@@ -81,29 +81,38 @@ class SkillKind(ItemKind):
 
     def run(self, spec: ItemSpec, nodeid: str, context: ItemContext) -> LoopResult:
         work: SkillWork = spec.payload
-        skill, case = work.skill, work.case
         run = context.item_run(nodeid, spec, work.rubric)
-        run.start(1)
+        skill, case = work.skill, work.case
+        run.start(1, operator_type=skill.kind, version=skill.version, inputs=case.inputs,
+                  goal=case.description or skill.description)
         with run.attempt() as attempt:
-            problems = jsonschemas.errors(case.inputs, skill.input_schema, formats=True)
-            if problems:
-                raise InputRejected(f"the input does not match {skill.skill_id}'s input_schema: "
-                                    f"{'; '.join(problems[:3])}; the skill did not run", problems)
-            checks = CheckContext(inputs=case.inputs, today=case.today or dt.datetime.now(dt.timezone.utc).date(),
-                                  expected=case.expected)
-            about = Subject(skill.skill_id, case.id, attempt.number, case.inputs, case.expected)
-            if skill.review is not None:
-                _review(work, attempt, context, checks, about)
-            else:
-                if skill.generation is not None:
-                    output = generate(skill, case.inputs, attempt, context.model_client(skill.generation.model))
-                    attempt.keep(_json_text(skill, output), role="generator")
-                else:
-                    output = _handler_output(skill, case, attempt, context, as_json=True)
-                _check_output(skill, output, "output")
-                attempt.evaluate(context=checks, about=about)
+            skill_attempt(work, attempt, context)
             attempt.decide()
         return run.finish()
+
+
+def skill_attempt(work: SkillWork, attempt: Attempt, context: ItemContext) -> Any:
+    """One attempt of the skill on its case's input (steps 1-4 above, up to the verdict, which the caller decides):
+    the output returned, a ReviewResult for a review (a construct's phase run by a skill writes it where the phase
+    produces)."""
+    skill, case = work.skill, work.case
+    problems = jsonschemas.errors(case.inputs, skill.input_schema, formats=True)
+    if problems:
+        raise InputRejected(f"the input does not match {skill.skill_id}'s input_schema: "
+                            f"{'; '.join(problems[:3])}; the skill did not run", problems)
+    checks = CheckContext(inputs=case.inputs, today=case.today or dt.datetime.now(dt.timezone.utc).date(),
+                          expected=case.expected)
+    about = Subject(skill.skill_id, case.id, attempt.number, case.inputs, case.expected)
+    if skill.review is not None:
+        return _review(work, attempt, context, checks, about)
+    if skill.generation is not None:
+        output = generate(skill, case.inputs, attempt, context.model_client(skill.generation.model))
+        attempt.keep(_json_text(skill, output), role="generator")
+    else:
+        output = _handler_output(skill, case, attempt, context, as_json=True)
+    _check_output(skill, output, "output")
+    attempt.evaluate(context=checks, about=about)
+    return output
 
 
 def skill_rubric_name(skill: Skill) -> str:
@@ -182,7 +191,8 @@ def _check_output(skill: Skill, output: Any, what: str) -> None:
             raise ValidationFailed(problem, [problem])
 
 
-def _review(work: SkillWork, attempt: Attempt, context: ItemContext, checks: CheckContext, about: Subject) -> None:
+def _review(work: SkillWork, attempt: Attempt, context: ItemContext, checks: CheckContext,
+            about: Subject) -> dict[str, Any]:
     """The asset (the handler's output, else the input) reviewed against the review rubric; its ReviewResult
     recorded, then checked against the skill's output_schema and produces_artifacts."""
     skill, case = work.skill, work.case
@@ -197,6 +207,11 @@ def _review(work: SkillWork, attempt: Attempt, context: ItemContext, checks: Che
     attempt.evaluate(judge=judge, context=checks, about=about, samples=context.judge_samples, revision_follows=True,
                      shape_review=review_shaper(skill, work.rubric, judge, client.model, kept))
     _check_output(skill, kept[-1], "ReviewResult")
+    stated = [float(answer["confidence"]) for sample in judge.answers.values() for answer in sample.values()
+              if isinstance(answer, dict) and "confidence" in answer]
+    # the execution result's confidence: the judge's own, over its criteria and samples (none: checks only)
+    attempt.run.confidence = round(sum(stated) / len(stated), 6) if stated else None
+    return kept[-1]
 
 
-__all__ = ["InputRejected", "SkillKind", "SkillWork", "review_problems", "skill_rubric"]
+__all__ = ["InputRejected", "SkillKind", "SkillWork", "review_problems", "skill_attempt", "skill_rubric"]
