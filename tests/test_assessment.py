@@ -86,14 +86,16 @@ def test_an_items_exit_code_is_kept_in_its_records_junit_and_execution_result(pr
     assert "Traceback" not in result.stdout.str()
 
 
-def test_an_output_that_fails_validation_is_84_and_fails_gate_3(project: Project) -> None:
+@pytest.mark.parametrize("mode", ["pytest", "item"])
+def test_an_output_that_fails_validation_is_84_and_fails_gate_3(project: Project, mode: str) -> None:
     project.judged()
     project.write("garbled.py", "print('this is not the evaluator output')\n")
     project.agents(project.root.joinpath("suites/agents.yaml").read_text().replace(
         "evaluator: prompts/judge.md", f'evaluator: {{command: "{PYTHON} garbled.py"}}'))
-    result = project.run("suites/", "--harness-exit-status", "item")
+    result = project.run("suites/", "--harness-exit-status", mode, "--junitxml=junit.xml")
     result.assert_outcomes(failed=1)
-    assert result.ret == 84
+    assert result.ret == (84 if mode == "item" else 1)
+    assert junit_codes(project.root / "junit.xml") == {"warm-hello": "84"}
     (execution,) = execution_results(project)
     assert execution["exit_code"] == 84 and execution["triage"] == "review_output"
 
@@ -210,3 +212,15 @@ def test_a_bad_selection_is_one_error_naming_the_field(project: Project) -> None
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*writer.cases.yaml: cases[[]0[]].selection.expected*"])
     assert "Traceback" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(("judge", "right"), [("mock/score-0.9", True), ("mock/score-0.2", False)])
+def test_the_selection_gate_checks_a_routers_choice_by_judge(project: Project, judge: str, right: bool) -> None:
+    project.judged("agent: judged_writer\ncases:\n  - id: routed\n    inputs: {text: \"hello, summarize\"}\n"
+                   "    selection: {expected: summarize, by: judge}\n")
+    result = project.run("suites/", "--harness-judge-model", judge, "--harness-cache", "off")
+    assert result.ret == (0 if right else 1)
+    (execution,) = execution_results(project)
+    selection = execution["diagnostics"]["gates_passed"][0]
+    assert (selection["gate"], selection["passed"]) == (0, right)
+    assert selection["details"]["checks_performed"][0]["name"] == "chosen by judge"
