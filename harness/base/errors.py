@@ -29,8 +29,12 @@ class ExitCode(IntEnum):
     USAGE_ERROR = 64
     DATA_ERROR = 65
     NO_INPUT = 66
+    NO_USER = 67
+    NO_HOST = 68
     UNAVAILABLE = 69
     INTERNAL_ERROR = 70
+    OS_ERROR = 71
+    OS_FILE = 72
     CANT_CREATE = 73
     IO_ERROR = 74
     TEMP_FAIL = 75

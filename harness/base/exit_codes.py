@@ -16,15 +16,8 @@ from harness.base.errors import ExitCode
 
 SIGNAL_BASE = 128
 
-# The names the exit codes' list gives, and the words constructs use for them.
-NAMES: dict[int, str] = {
-    0: "success", 1: "general_failure", 2: "misuse", 3: "incomplete", 4: "partial",
-    64: "usage_error", 65: "data_error", 66: "no_input", 67: "no_user", 68: "no_host", 69: "unavailable",
-    70: "internal_error", 71: "os_error", 72: "os_file", 73: "cant_create", 74: "io_error", 75: "temp_fail",
-    76: "protocol", 77: "no_permission", 78: "config_error",
-    80: "blocked", 81: "timeout", 82: "quota_exceeded", 83: "escalation", 84: "validation_failed",
-    126: "not_executable", 127: "not_found",
-}
+# The names the exit codes' list gives (``ExitCode``'s own, in lower case).
+NAMES: dict[int, str] = {int(code): code.name.lower() for code in ExitCode}
 # Words a construct's contracts use for the same meanings.
 SYNONYMS: dict[str, int] = {"failure": 1, "failed": 1, "escalation_required": 83, "needs_human": 83,
                             "waiting_for_human": 80, "invalid_output": 84, "timed_out": 81}

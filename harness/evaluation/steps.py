@@ -14,6 +14,7 @@ with it; every other exception is a bug and propagates.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import json
 import time
@@ -209,15 +210,16 @@ class ItemRun:
             success=last.outcome == "passed", final_attempt=last.attempt, final_score=last.record.overall_score,
             artifact_path=last.record.artifact_path, all_runs=[a.record for a in self.attempts],
             escalated=last.record.status == "escalated", escalation_reason=escalation_reason, outcome=last.outcome,
-            exit_code=last.exit_code, attempts=list(self.attempts), execution=self._execution_result(),
+            exit_code=last.exit_code, attempts=list(self.attempts),
         )
+        result = dataclasses.replace(result, execution=self._execution_result(result))
         self.events.emit(ItemFinished(self.nodeid, result.outcome, result.final_score, len(self.attempts),
                                       result.spend, case_id=self.case_id, loop_result=result.contract(),
                                       location=self.location))
         return result
 
 
-    def _execution_result(self) -> dict[str, Any] | None:
+    def _execution_result(self, result: LoopResult) -> dict[str, Any] | None:
         """The execution result of this run (the assessment's contract), emitted for the records and the trace."""
         if self.execution is None:
             return None
@@ -234,11 +236,8 @@ class ItemRun:
         warnings = [{"source": "judge", "message": f"the goal was not assessed: {evaluation.indeterminate_reason}"}
                     for evaluation in [evaluation] if evaluation is not None and evaluation.passed is None]
         warnings += [{"source": "sandbox", "message": f"the {role} command ran without the sandbox"}
-                     for role in sorted({c["role"] for a in self.attempts for c in a.commands if not c["confined"]})]
-        spend = Spend()
-        for attempt in self.attempts:
-            spend.merge(attempt.spend)
-        if not spend.cost_known:
+                     for role in result.unconfined_roles]
+        if not result.spend.cost_known:
             warnings.append({"source": "cost", "message": "a model it called has no price: its cost is unknown"})
         retries = [{"attempt": a.attempt, "exit_code": a.exit_code, "reason": a.reason or a.outcome,
                     "kind": "retry" if a.evaluation is None else "revision", "duration_ms": a.duration_ms}

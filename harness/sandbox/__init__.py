@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.base import exit_codes
 from harness.sandbox.cgroups import CgroupFamily, RunGroup, cgroup_family
 from harness.sandbox.process import DiskWatch, kill_active, run_process
 from harness.sandbox.root import RUNNER, RUNNER_INSIDE, interpreter_paths, network_args, private_tmpfs, system_args
@@ -44,7 +45,6 @@ from harness.sandbox.root import RUNNER, RUNNER_INSIDE, interpreter_paths, netwo
 __all__ = ["BWRAP_ENV", "Confinement", "Finished", "Limits", "Sandbox", "kill_active", "sandbox", "unconfined"]
 
 BWRAP_ENV = "HARNESS_BWRAP"
-SIGNAL_EXIT = 128
 
 
 @dataclass(frozen=True)
@@ -184,7 +184,7 @@ class Sandbox:
         result = output.pop("result", None)
         status = _text(output.pop("status").value()).split()
         return Finished(
-            exit_code=None if ended.timed_out else (SIGNAL_EXIT - code if code < 0 else code),
+            exit_code=None if ended.timed_out else exit_codes.from_process(code),
             stdout=_text(output["stdout"].value()),
             stderr=_text(output["stderr"].value()) if "stderr" in output else "",
             wall_ms=ended.wall_ms, cpu_ms=(usage.ru_utime + usage.ru_stime) * 1000.0,  # type: ignore[attr-defined]
