@@ -230,3 +230,34 @@ def test_two_processes_share_one_cache_file(fake_anthropic: FakeAnthropic, tmp_p
         t for _, t in expected
     ]
     assert policy.stats.snapshot()["calls"] == 0
+
+
+def _open_at_once(folder: str, trials: int, barrier: Any, queue: Any) -> None:
+    answers = []
+    for trial in range(trials):
+        cache = ResponseCache(Path(folder) / f"cache-{trial}.db")
+        barrier.wait()
+        try:
+            cache.put("k", {"text": "x"})
+            answers.append("ok")
+        except HarnessConfigError as err:
+            answers.append(str(err))
+        cache.close()
+    queue.put(answers)
+
+
+def test_processes_that_open_a_new_cache_file_at_once_all_get_it(tmp_path: Path) -> None:
+    """pytest-xdist workers make their first model call at the same moment: each opens the fresh cache.db and
+    switches it to WAL. SQLite fails one of two such switches at once, without waiting; none may fail."""
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    trials, workers = 40, 6
+    barrier = ctx.Barrier(workers)
+    procs = [ctx.Process(target=_open_at_once, args=(str(tmp_path), trials, barrier, queue)) for _ in range(workers)]
+    for p in procs:
+        p.start()
+    answers = [queue.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=10)
+    assert answers == [["ok"] * trials] * workers, answers
+    assert [len(ResponseCache(tmp_path / f"cache-{trial}.db")) for trial in range(trials)] == [1] * trials

@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from harness.base.errors import HarnessConfigError
 from harness.base.redaction import redact_json
+from harness.records.database import connect_writer
 
 __all__ = ["CACHE_MODES", "CacheMode", "ResponseCache", "cache_access", "cache_key", "canonical_json"]
 
@@ -96,12 +97,7 @@ class ResponseCache:
             return self._conn
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                self.path, timeout=self._busy_timeout_s, isolation_level=None, check_same_thread=False
-            )
-            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
+            conn = connect_writer(self.path, busy_timeout_s=self._busy_timeout_s, check_same_thread=False)
             conn.execute(_SCHEMA)
         except (sqlite3.Error, OSError) as err:
             raise HarnessConfigError(

@@ -8,6 +8,7 @@ leaves it as it was.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,14 +16,42 @@ from pathlib import Path
 BUSY_TIMEOUT_S = 30.0
 
 
-def connect_writer(database: Path) -> sqlite3.Connection:
-    """A read-write connection in autocommit mode (transactions are explicit: :func:`transaction`)."""
-    conn = sqlite3.connect(database, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-    # NORMAL keeps every committed transaction across a process crash (only a power cut may lose the last ones).
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = NORMAL")
+def connect_writer(database: Path, *, busy_timeout_s: float = BUSY_TIMEOUT_S,
+                   check_same_thread: bool = True) -> sqlite3.Connection:
+    """A read-write connection in WAL mode and autocommit (transactions are explicit: :func:`transaction`).
+
+    Shared by every process of a session: the records' database and the response cache alike."""
+    conn = sqlite3.connect(database, timeout=busy_timeout_s, isolation_level=None,
+                           check_same_thread=check_same_thread)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+        _switch_to_wal(conn, busy_timeout_s)
+        # NORMAL keeps every committed transaction across a process crash (only a power cut may lose the last).
+        conn.execute("PRAGMA synchronous = NORMAL")
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def _switch_to_wal(conn: sqlite3.Connection, busy_timeout_s: float) -> None:
+    """``PRAGMA journal_mode = WAL``, waiting out another process that is switching the same new file.
+
+    SQLite answers SQLITE_BUSY at once, without its busy handler, when two connections both hold a read lock
+    and want the exclusive lock the switch needs (it breaks the deadlock by failing one); two pytest-xdist
+    workers opening a fresh file meet exactly that. The switch is made once per file, so waiting is rare."""
+    deadline = time.monotonic() + busy_timeout_s
+    pause = 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as err:
+            if getattr(err, "sqlite_errorcode", sqlite3.SQLITE_BUSY) & 0xFF != sqlite3.SQLITE_BUSY \
+                    or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 def connect_read_only(database: Path) -> sqlite3.Connection:
