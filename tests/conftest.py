@@ -305,6 +305,14 @@ class Project:
     def run_log(self, cycle: str | None = None) -> list[dict[str, Any]]:
         return json.loads((self.cycle_dir(cycle) / "run-log.json").read_text(encoding="utf-8"))
 
+    def execution_results(self, cycle: str | None = None) -> list[dict[str, Any]]:
+        """The execution results of a cycle (the only one when not named), each line parsed, in the order written;
+        a line that is not JSON fails the test."""
+        path = self.cycle_dir(cycle) / "execution-results.jsonl"
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        assert text == "" or text.endswith("\n"), "the last execution result is not a whole line"
+        return [json.loads(line) for line in text.splitlines()]
+
     def connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.work / "harness.db")
         conn.row_factory = sqlite3.Row

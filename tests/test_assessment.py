@@ -32,8 +32,7 @@ def writer(producer: str, **policy: Any) -> str:
 
 
 def execution_results(project: Project) -> list[dict[str, Any]]:
-    found = sorted(project.work.glob("runs/*/**/execution-result*.json"))
-    results = [json.loads(path.read_text(encoding="utf-8")) for path in found]
+    results = [result for cycle in project.cycles() for result in project.execution_results(cycle)]
     for result in results:
         assert contract_errors("execution_result", result) == [], result
     return results

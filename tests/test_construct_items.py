@@ -97,14 +97,23 @@ def item_dir(project: Project, name: str = "ship-it") -> Path:
     return found
 
 
-def records(folder: Path) -> dict[str, dict[str, Any]]:
-    """Every execution result and handoff of an item, each checked against its shipped contract."""
+def records(project: Project, folder: Path) -> dict[str, dict[str, Any]]:
+    """Every execution result (``execution-result.<phase>.json``: a line of the cycle's execution-results.jsonl)
+    and handoff (``handoff-<from>-to-<to>.json`` in the item's folder) of the item kept in ``folder``, each checked
+    against its shipped contract."""
+    cycle, agent, *case = folder.relative_to(project.work / "runs").parts  # runs/{cycle}/{construct}[/{case}]
+    nodeids = {row["nodeid"] for row in project.runs() if row["cycle_id"] == cycle and row["agent_name"] == agent
+               and (not case or row["case_id"].rsplit(".", 1)[0] == case[0])}
     found = {}
-    for path in sorted(folder.glob("*.json")):
+    for result in project.execution_results(cycle):
+        if result["nodeid"] in nodeids:
+            assert contract_errors("execution_result", result) == [], result
+            found[f"execution-result.{result['phase']}.json"] = result
+    for path in sorted(folder.glob("handoff-*.json")):
         data = json.loads(path.read_text())
-        contract = "phase_handoff" if path.name.startswith("handoff-") else "execution_result"
-        assert contract_errors(contract, data) == [], path
+        assert contract_errors("phase_handoff", data) == [], path
         found[path.name] = data
+    assert not list(folder.glob("execution-result*")), "execution results are lines of the cycle's file"
     return found
 
 
@@ -135,7 +144,7 @@ def test_phases_run_in_order_and_every_record_keeps_its_contract(project: Projec
     folder = item_dir(project)
     assert (folder / "workspace" / "plan.md").read_text().startswith("# Plan")  # the answer, at produces[0]
     assert (folder / "workspace" / "build.md").read_text().startswith("# Build")
-    found = records(folder)
+    found = records(project, folder)
     assert sorted(found) == ["execution-result.build.json", "execution-result.plan.json",
                              "handoff-plan-to-build.json"]
     plan, build, handoff = (found["execution-result.plan.json"], found["execution-result.build.json"],
@@ -173,7 +182,7 @@ def test_the_capture_settings_decide_what_an_execution_result_keeps(project: Pro
     data["assessment"] = {"capture": capture}
     construct(project, data)
     project.run("constructs/").assert_outcomes(passed=1)
-    build = records(item_dir(project))["execution-result.build.json"]
+    build = records(project, item_dir(project))["execution-result.build.json"]
     plan_text = (item_dir(project) / "workspace" / "plan.md").read_text()
     assert build["inputs"]["provided"] == {name: plan_text if value == "PLAN" else value
                                            for name, value in provided.items()}
@@ -201,7 +210,7 @@ def test_a_broken_handoff_blocks_the_later_phases_with_80(project: Project) -> N
     ])
     assert "Traceback" not in result.stdout.str()
     folder = item_dir(project)
-    found = records(folder)
+    found = records(project, folder)
     assert sorted(found) == ["execution-result.build.json", "execution-result.plan.json",
                              "handoff-plan-to-build.json"]
     handoff = found["handoff-plan-to-build.json"]
@@ -227,7 +236,7 @@ def test_a_missing_artifact_blocks_and_names_the_missing_file(project: Project) 
     result = project.run("constructs/")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*- plan.md: missing", "  missing: plan.md", "  remediation: make phase plan write plan.md"])
-    handoff = records(item_dir(project))["handoff-plan-to-build.json"]
+    handoff = records(project, item_dir(project))["handoff-plan-to-build.json"]
     assert handoff["artifacts"]["missing"] == ["plan.md"] and handoff["artifacts"]["extra"] == ["draft.md"]
     assert handoff["validation"]["completeness"] == 0.0
 
@@ -239,7 +248,7 @@ def test_warn_proceeds_and_keeps_the_problems_as_warnings(project: Project) -> N
     construct(project, data)
     project.run("constructs/").assert_outcomes(passed=1)
     assert calls(project) == ["plan 1", "build 1 plan.md"]
-    found = records(item_dir(project))
+    found = records(project, item_dir(project))
     handoff = found["handoff-plan-to-build.json"]
     assert (handoff["accepted"], handoff["decision"], handoff["validation"]["blockers"]) == (
         True, "proceed_with_warnings", [])
@@ -260,7 +269,7 @@ def test_skip_skips_the_receiver_and_the_next_phase_gets_its_own_handoff(project
     construct(project, data)
     project.run("constructs/", "--junitxml=junit.xml").assert_outcomes(passed=1)
     assert calls(project) == ["plan 1", "ship 1 plan.md"]
-    found = records(item_dir(project))
+    found = records(project, item_dir(project))
     assert "execution-result.build.json" not in found  # a skipped phase never started
     skipped = found["handoff-plan-to-build.json"]
     assert (skipped["accepted"], skipped["decision"]) == (False, "skip")
@@ -281,7 +290,7 @@ def test_max_retries_runs_a_soft_failure_again_and_only_a_soft_one(project: Proj
     construct(project, data)
     project.run("constructs/").assert_outcomes(passed=1)
     assert calls(project) == ["plan 1", "plan 2", "build 1 plan.md"]
-    plan = records(item_dir(project))["execution-result.plan.json"]
+    plan = records(project, item_dir(project))["execution-result.plan.json"]
     assert (plan["attempts"], plan["exit_code"]) == (2, 0)
     assert [(r["attempt"], r["exit_code"], r["kind"]) for r in plan["diagnostics"]["retries"]] == [(1, 1, "retry")]
     assert [(r["attempt"], r["outcome"], r["exit_code"]) for r in project.runs()][:2] == [(1, "error", 1),
@@ -308,7 +317,7 @@ def test_a_python_phases_own_exit_code_is_read_through_its_contract(project: Pro
     assert calls(project) == ["plan 1"]
     result.stdout.fnmatch_lines(["construct ship-it failed in phase plan (exit 80, blocked)",
                                  "*sys.exit(2)*contracts.plan.exit_codes: 2 means blocked, exit code 80*"])
-    plan = records(item_dir(project))["execution-result.plan.json"]
+    plan = records(project, item_dir(project))["execution-result.plan.json"]
     assert (plan["exit_code"], plan["status"], plan["exit_meaning"], plan["triage"]) == (80, "blocked", "blocked",
                                                                                         "escalate")
     assert junit_properties(project)["ship-it"]["harness_exit_code"] == "80"
@@ -323,7 +332,7 @@ def test_a_python_phase_past_its_timeout_ends_with_81(project: Project) -> None:
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["construct ship-it failed in phase plan (exit 81, timeout)",
                                  "*phase plan ran past its 300 ms (timeout_ms)*"])
-    plan = records(item_dir(project))["execution-result.plan.json"]
+    plan = records(project, item_dir(project))["execution-result.plan.json"]
     assert (plan["status"], plan["exit_code"], plan["attempts"]) == ("timeout", 81, 1)  # 81 escalates: no retry
     gate2 = plan["diagnostics"]["gates_passed"][-1]
     assert gate2["gate"] == 2 and [(c["name"], c["passed"]) for c in gate2["details"]["checks_performed"]] == [
@@ -342,7 +351,7 @@ def test_a_command_phases_exit_code_is_read_through_its_contract(project: Projec
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["construct ship-it failed in phase build (exit 80, blocked)",
                                  "*exited 2*contracts.build.exit_codes: 2 means blocked, exit code 80*"])
-    build = records(item_dir(project))["execution-result.build.json"]
+    build = records(project, item_dir(project))["execution-result.build.json"]
     assert (build["exit_code"], build["status"], build["attempts"]) == (80, "blocked", 1)  # 80 escalates
     assert junit_properties(project)["ship-it"]["harness_exit_code"] == "80"
 
@@ -366,7 +375,7 @@ def test_a_command_phase_answers_on_stdout_and_is_killed_at_its_timeout(project:
     result.stdout.fnmatch_lines(["construct ship-it failed in phase build (exit 81, timeout)"])
     folder = item_dir(project)
     assert (folder / "workspace" / "plan.md").read_text().splitlines() == ["# Plan", "## Goals", "Go.", "## Steps", "Do."]
-    found = records(folder)
+    found = records(project, folder)
     assert found["handoff-plan-to-build.json"]["accepted"] is True
     assert found["execution-result.build.json"]["exit_code"] == 81
     assert found["execution-result.build.json"]["duration_ms"] < 4000
@@ -405,7 +414,7 @@ def test_a_phase_run_by_a_skill_writes_the_skills_output(project: Project) -> No
     project.run("constructs/").assert_outcomes(passed=1)
     folder = item_dir(project)
     assert json.loads((folder / "workspace" / "outline.json").read_text()) == {"headings": ["Plan", "Goals", "Steps"]}
-    build = records(folder)["execution-result.build.json"]
+    build = records(project, folder)["execution-result.build.json"]
     assert (build["skill_id"], build["skill_version"]) == ("outline", "2.0.0")
     assert [g["gate"] for g in build["diagnostics"]["gates_passed"]] == [1, 2, 3, 4]  # 4: the skill's own verdict
     assert json.loads((folder / "phases" / "build" / "attempt-1.md").read_text())["headings"][0] == "Plan"
@@ -428,8 +437,8 @@ def test_constructs_run_the_same_under_xdist(project: Project) -> None:
     result.assert_outcomes(passed=1, failed=1)
     one = next(project.work.glob("runs/*/ship-it/constructs-one"))
     two = next(project.work.glob("runs/*/ship-it/constructs-two"))
-    assert records(one)["execution-result.build.json"]["exit_code"] == 0
-    assert records(two)["execution-result.build.json"]["exit_code"] == 80
+    assert records(project, one)["execution-result.build.json"]["exit_code"] == 0
+    assert records(project, two)["execution-result.build.json"]["exit_code"] == 80
     assert (one / "workspace" / "build.md").is_file() and not (two / "workspace" / "build.md").exists()
 
 
@@ -485,7 +494,7 @@ def test_a_prompt_phase_on_a_model_is_judged_by_its_goal_rubric(project: Project
     result.assert_outcomes(passed=int(passed), failed=int(not passed))
     folder = item_dir(project)
     assert (folder / "workspace" / "build.md").read_text() == "# Build\n\n## Result\n\nBuilt from the plan.\n"
-    build = records(folder)["execution-result.build.json"]
+    build = records(project, folder)["execution-result.build.json"]
     gate4 = build["diagnostics"]["gates_passed"][-1]
     assert (gate4["gate"], gate4["passed"], build["exit_code"]) == (4, passed, 0 if passed else 1)
     assert build["assessment"]["score"] == (0.95 if passed else 0.6)
@@ -506,4 +515,4 @@ def test_an_optional_skill_the_project_lacks_skips_its_phase(project: Project) -
     project.run("constructs/", "--junitxml=junit.xml").assert_outcomes(passed=1)
     props = junit_properties(project)["ship-it"]
     assert json.loads(props["harness_phases"]) == {"plan": "passed", "build": "passed", "review": "skipped"}
-    assert "execution-result.review.json" not in records(item_dir(project))
+    assert "execution-result.review.json" not in records(project, item_dir(project))

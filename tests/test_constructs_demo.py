@@ -42,9 +42,13 @@ def test_pytest_constructs_shows_the_fixed_one_passing_and_the_broken_one_failin
     ])
     fixed, broken = item(demo, "fixed"), item(demo, "broken")
     for folder in (fixed, broken):
-        for path in folder.glob("*.json"):
-            name = "phase_handoff" if path.name.startswith("handoff-") else "execution_result"
-            assert contract_errors(name, json.loads(path.read_text())) == [], path
+        for path in folder.glob("handoff-*.json"):
+            assert contract_errors("phase_handoff", json.loads(path.read_text())) == [], path
+    executions = {(e["nodeid"].split("/")[1], e["phase"]): e for e in demo.execution_results()}
+    assert sorted(executions) == [("broken", "design"), ("broken", "discovery"), ("fixed", "design"),
+                                  ("fixed", "discovery")]
+    for execution in executions.values():
+        assert contract_errors("execution_result", execution) == [], execution
     sdd = (fixed / "workspace" / "grimoires" / "reading-list" / "sdd.md").read_text()
     assert "## Data model" in sdd and "- save a link from the browser, tag it, mark it read: one endpoint" in sdd
     accepted = json.loads((fixed / "handoff-discovery-to-design.json").read_text())
@@ -55,7 +59,7 @@ def test_pytest_constructs_shows_the_fixed_one_passing_and_the_broken_one_failin
     assert blocked["validation"]["blockers"] == [
         "grimoires/reading-list/prd.md: section requirements is missing or empty",
         "grimoires/reading-list/prd.md: completeness 0.75 is below 0.8"]
-    design = json.loads((broken / "execution-result.design.json").read_text())
+    design = executions["broken", "design"]
     assert (design["status"], design["exit_code"], design["exit_meaning"]) == ("blocked", 80, "waiting_for_human")
     assert not (broken / "workspace" / "grimoires" / "reading-list" / "sdd.md").exists()  # design never ran
     junit = (demo.root / "junit.xml").read_text()
@@ -74,7 +78,8 @@ def test_the_broken_construct_says_which_handoff_failed_what_is_wrong_and_the_fi
         "  remediation: make phase discovery write text under requirements in grimoires/reading-list/prd.md*",
         "    discovery: failed (exit 84): design rejected its output",
         "    design: blocked (exit 80)",
-        "  records: WORK/runs/*/prd-to-sdd (execution-result.<phase>.json, handoff-<from>-to-<to>.json, workspace/)",
+        "  records: WORK/runs/*/prd-to-sdd (handoff-<from>-to-<to>.json, workspace/); each phase's execution result:"
+        " WORK/runs/*/execution-results.jsonl",
     ])
     assert "Traceback" not in result.stdout.str()
 

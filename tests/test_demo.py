@@ -49,8 +49,7 @@ def test_readme_command_1_runs_the_target_builder_demo_offline(demo: Project) ->
     run_dir = demo.work / "runs" / cycle
     folder = run_dir / "target_builder"
     assert sorted(p.name for p in folder.iterdir()) == [
-        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "execution-result.json",
-        "final.md"]
+        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "final.md"]
     assert (folder / "final.md").read_text() == (folder / "attempt-2.md").read_text()
     assert not (run_dir / "brief_writer").exists()
 

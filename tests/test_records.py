@@ -127,11 +127,11 @@ def test_artifact_layout_eval_json_and_run_log(project: Project) -> None:
     result.assert_outcomes(passed=1)
     cycle = project.cycles()[0]
     run_dir = project.work / "runs" / cycle
-    assert sorted(p.name for p in run_dir.iterdir() if not p.name.startswith(".")) == ["run-log.json", "writer"]
-    folder = run_dir / "writer"
+    assert sorted(p.name for p in run_dir.iterdir() if not p.name.startswith(".")) == [
+        "execution-results.jsonl", "run-log.json", "writer"]
+    folder = run_dir / "writer"  # the seed's artifact layout, exactly
     assert sorted(p.name for p in folder.iterdir()) == [
-        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "execution-result.json",
-        "final.md"]
+        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "final.md"]
     assert (folder / "final.md").read_bytes() == (folder / "attempt-2.md").read_bytes()
 
     # attempt-{n}.eval.json is the seed's EvaluatorOutput.
@@ -183,7 +183,7 @@ def test_no_final_md_when_no_attempt_passed(project: Project) -> None:
     project.run("suites/").assert_outcomes(failed=1)
     folder = project.cycle_dir() / "writer"
     assert sorted(p.name for p in folder.iterdir()) == [
-        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "execution-result.json"]
+        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md"]
 
 
 def test_an_agent_with_two_cases_gets_a_folder_per_case(project: Project) -> None:
@@ -200,10 +200,12 @@ cases:
     folder = project.cycle_dir() / "writer"
     assert sorted(p.name for p in folder.iterdir()) == ["first", "second"]
     assert sorted(p.name for p in (folder / "first").iterdir()) == [
-        "attempt-1.eval.json", "attempt-1.md", "execution-result.json", "final.md"]
+        "attempt-1.eval.json", "attempt-1.md", "final.md"]
     assert sorted(p.name for p in (folder / "second").iterdir()) == [
-        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "execution-result.json",
-        "final.md"]
+        "attempt-1.eval.json", "attempt-1.md", "attempt-2.eval.json", "attempt-2.md", "final.md"]
+    # one execution result per item, each naming its item and how many attempts it took
+    assert sorted((r["nodeid"].rsplit("::", 1)[1], r["attempts"], r["exit_code"])
+                  for r in project.execution_results()) == [("first", 1, 0), ("second", 2, 0)]
     log = project.run_log()
     assert sorted(e["artifact_path"] for e in log) == [
         f"WORK/runs/{cycle}/writer/first/attempt-1.md",

@@ -85,8 +85,7 @@ def test_the_demo_shows_the_retry_off_and_a_bad_input(demo: Project) -> None:
     generation = results(demo, "generation")["long-report"]
     assert (generation["success"], generation["attempts"]) == (False, 1)
     # the gates say where each failed: a bad input at the precondition, an invalid answer at the output
-    executions = {path.parent.name: json.loads(path.read_text())
-                  for path in demo.work.glob("runs/*/*/*/execution-result.json")}
+    executions = {e["nodeid"].rsplit("::", 1)[1]: e for e in demo.execution_results()}
     for execution in executions.values():
         assert contract_errors("execution_result", execution) == []
     gates = {case: [(g["gate"], g["passed"]) for g in e["diagnostics"]["gates_passed"]]

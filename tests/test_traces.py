@@ -30,7 +30,8 @@ from harness.base.events import (
 from harness.base.jsonschemas import contract_errors
 from harness.base.usage import Spend, Usage
 from harness.records import TraceSink, prune_traces, read_trace, trace_path
-from harness.records.traces import encode, timestamp, trace_line
+from harness.base.jsonlines import encode_batch, json_line
+from harness.records.traces import timestamp, trace_line
 
 SECRET = "trace-secret-value-8231"  # held by TRACE_TEST_API_KEY: a credential by its name
 MARKER = "RAW-INPUT-MARKER"
@@ -253,8 +254,18 @@ def test_a_line_names_its_time_in_utc_with_milliseconds() -> None:
     assert timestamp(1769820300.1234) == "2026-01-31T00:45:00.123Z"
     line = trace_line(ExecutionProgress("x::a", phase_entered="design", at=1769820300.0))
     assert line is not None and line["ts"] == "2026-01-31T00:45:00.000Z"
-    assert encode({"ts": "t", "event": "model_call", "data": {"score": float("nan")}}) == \
+    assert json_line({"ts": "t", "event": "model_call", "data": {"score": float("nan")}}) == \
         b'{"ts":"t","event":"model_call","data":{"score":null}}\n'
+
+
+def test_a_batch_of_lines_is_redacted_line_by_line_only_when_it_may_hold_a_secret(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HARNESS_TEST_API_KEY", "hunter2-very-secret")
+    clean = [{"event": "a", "data": {"n": 1}}, None, {"event": "b", "data": {"text": "plain"}}]
+    assert encode_batch(clean) == b'{"event":"a","data":{"n":1}}\n{"event":"b","data":{"text":"plain"}}\n'
+    leaky = [{"event": "a", "data": {"n": 1}}, {"event": "b", "data": {"text": "key hunter2-very-secret"}}]
+    assert encode_batch(leaky) == b"".join(json_line(line) for line in leaky)
+    assert b"hunter2" not in encode_batch(leaky) and b"[REDACTED:HARNESS_TEST_API_KEY]" in encode_batch(leaky)
 
 
 # --- whole lines, whoever writes -------------------------------------------------------------------------------

@@ -34,6 +34,14 @@ class RunLocation:
     def attempt_review(self, attempt: int) -> Path:
         return self.directory / f"attempt-{attempt}.review.json"
 
+    def shown_cycle_file(self, name: str) -> str:
+        """How the records name a file of the cycle's own folder (``runs/{cycle}/{name}``)."""
+        shown = Path(self.shown_directory or self.directory)
+        for folder in (shown, *shown.parents):
+            if folder.name == self.cycle_id:
+                return str(folder / name)
+        return name
+
     @property
     def final(self) -> Path:
         return self.directory / "final.md"

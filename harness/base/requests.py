@@ -14,7 +14,7 @@ unchanged::
 
 from __future__ import annotations
 
-import copy
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -125,7 +125,8 @@ class JudgeRequest(_ReadsLikeItsJson):
     def wire(self) -> dict[str, Any]:
         out = {"agent": self.agent, "case": self.case, "inputs": self.inputs, "role": self.role,
                "attempt": self.attempt, "artifact": self.artifact, "dimensions": list(self.dimensions),
-               "schema": copy.deepcopy(self.schema),  # the runner may change its copy, never the shared one
+               # the runner may change its copy, never the shared one (a JSON round trip copies ten times faster)
+               "schema": json.loads(json.dumps(self.schema)),
                "rubric": self.rubric.model_dump(mode="json", include={"name", "version", "title", "threshold"}),
                "rubric_text": self.rubric_text}
         if self.expected is not None:

@@ -2,7 +2,7 @@
 
 An :class:`Execution` is one execution of an item (or of a construct's phase). Starting it emits
 ``SkillInvoked``; each gate it checks is a GateResult, emitted as ``GateChecked``; finishing it builds the
-execution result and emits ``ExecutionCompleted``, which the records write as ``execution-result.json`` and the
+execution result and emits ``ExecutionCompleted``, which the records append to ``execution-results.jsonl`` and the
 trace keeps. The shared steps (:mod:`harness.evaluation.steps`) drive one for every item: a kind of item gets
 its gates and its execution result without writing them.
 

@@ -8,6 +8,7 @@ collected; an enabled session that collects none of our files prints nothing and
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -213,9 +214,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
         _redact_failure_text(report, redact)
         done = item.stash.get(PROPERTIES_REDACTED, 0)
         if len(item.user_properties) > done:
-            # the item's own list, each entry once: the reports after this one copy it already clean
-            item.user_properties[done:] = [(name, redact_json(value, redact))
-                                           for name, value in item.user_properties[done:]]
+            # the item's own list, each entry once: the reports after this one copy it already clean; the new
+            # entries are scanned as one JSON text, and walked only when that may hold a secret
+            fresh = item.user_properties[done:]
+            if redact.finds(json.dumps(fresh, ensure_ascii=False, default=str)):
+                item.user_properties[done:] = [(name, redact_json(value, redact)) for name, value in fresh]
             item.stash[PROPERTIES_REDACTED] = len(item.user_properties)
             report.user_properties = list(item.user_properties)  # pytest's copy of the item's list
         if hasattr(report, "wasxfail"):

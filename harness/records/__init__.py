@@ -9,6 +9,7 @@ Modules, one job each:
 - ``schema``: the tables' DDL, the migrations of older work folders, the :class:`AttemptDetails` row;
 - ``database``: connections (the writer's, in WAL mode; a reader's, read-only) and transactions;
 - ``runlog``: ``run-log.json``, the O(1) append and the read;
+- ``execution-results.jsonl`` (a cycle's execution results, a line each): appended and read by the store;
 - ``store``: :class:`RecordStore`: cycles, the liveness lock, writes of rows and artifacts;
 - ``writer``: :class:`RecordWriter`, the event-stream sink that records each item's attempts through the store;
 - ``reconcile``: the records of a killed session made whole by the next one;
@@ -22,11 +23,13 @@ from __future__ import annotations
 from harness.records.layout import (
     ALIVE_LOCK,
     DATABASE_NAME,
+    EXECUTION_RESULTS_NAME,
     RECONCILED_MARK,
     RECONCILIATION_FILE,
     RUN_LOG_NAME,
     RunLocation,
     database_path,
+    execution_results_path,
     run_location,
     run_log_path,
     trace_path,
@@ -57,9 +60,9 @@ from harness.records.writer import RecordWriter
 
 __all__ = [
     "ADDED_DETAIL_COLUMNS", "AGENT_RUNS_SCHEMA", "ALIVE_LOCK", "ATTEMPT_DETAILS_SCHEMA", "ATTEMPT_FIELDS",
-    "DATABASE_NAME", "INTERRUPTED_FEEDBACK", "LOOP_RESULTS_SCHEMA", "RECONCILED_MARK", "RECONCILIATION_FILE",
+    "DATABASE_NAME", "EXECUTION_RESULTS_NAME", "INTERRUPTED_FEEDBACK", "LOOP_RESULTS_SCHEMA", "RECONCILED_MARK", "RECONCILIATION_FILE",
     "RUN_LOG_NAME", "RUN_LOG_TAIL", "TRACE_EVENTS", "AttemptDetails", "Reconciliation", "RecordReader", "RecordStore",
     "RecordWriter", "RunLocation", "TraceRead", "TraceSink",
-    "cycle_of", "database_path", "follow_trace", "prune_traces", "read_trace", "reconciliation_note", "run_location",
+    "cycle_of", "database_path", "execution_results_path", "follow_trace", "prune_traces", "read_trace", "reconciliation_note", "run_location",
     "run_log_path", "trace_cycles", "trace_path", "traces_path",
 ]

@@ -3,7 +3,7 @@
 ```
 WORK/harness.db
 WORK/runs/{cycle}/{agent}[/{case}]/attempt-{n}.md, attempt-{n}.eval.json, final.md
-WORK/runs/{cycle}/run-log.json, reconciliation.json, .alive.lock, .reconciled
+WORK/runs/{cycle}/run-log.json, execution-results.jsonl, reconciliation.json, .alive.lock, .reconciled
 WORK/traces/{cycle}.jsonl
 ```
 """
@@ -17,6 +17,7 @@ from harness.base.attempts import RunLocation
 DATABASE_NAME = "harness.db"
 RUNS_DIR = "runs"
 RUN_LOG_NAME = "run-log.json"
+EXECUTION_RESULTS_NAME = "execution-results.jsonl"  # runs/{cycle}/: the execution result of each item or phase
 ALIVE_LOCK = ".alive.lock"  # runs/{cycle}/: shared-locked by every process of the cycle's session
 RECONCILED_MARK = ".reconciled"  # runs/{cycle}/: its session is gone and its records were made whole
 RECONCILIATION_FILE = "reconciliation.json"  # runs/{cycle}/: what the session that made the cycle reconciled
@@ -38,6 +39,11 @@ def cycle_path(work_dir: Path, cycle_id: str) -> Path:
 
 def run_log_path(work_dir: Path, cycle_id: str) -> Path:
     return cycle_path(work_dir, cycle_id) / RUN_LOG_NAME
+
+
+def execution_results_path(work_dir: Path, cycle_id: str) -> Path:
+    """The execution results of a cycle, one JSON line per item execution (or construct phase)."""
+    return cycle_path(work_dir, cycle_id) / EXECUTION_RESULTS_NAME
 
 
 def traces_path(work_dir: Path) -> Path:

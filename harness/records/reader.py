@@ -14,9 +14,17 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness.base.jsonlines import read_json_lines
 from harness.base.models import RunRecord
 from harness.records.database import connect_read_only
-from harness.records.layout import RECONCILIATION_FILE, cycle_path, database_path, run_log_path, runs_path
+from harness.records.layout import (
+    RECONCILIATION_FILE,
+    cycle_path,
+    database_path,
+    execution_results_path,
+    run_log_path,
+    runs_path,
+)
 from harness.records.runlog import read_run_log
 from harness.records.schema import (
     ADDED_DETAIL_COLUMNS,
@@ -167,6 +175,11 @@ class RecordReader:
     def run_log(self, cycle_id: str) -> list[RunRecord]:
         """The cycle's run-log.json; empty when it does not exist."""
         return read_run_log(run_log_path(self.work_dir, cycle_id))
+
+    def execution_results(self, cycle_id: str) -> list[dict[str, Any]]:
+        """The cycle's execution results (``execution-results.jsonl``), in the order they ended; empty when there
+        are none."""
+        return read_json_lines(execution_results_path(self.work_dir, cycle_id))
 
     def reconciliation_note(self, cycle_id: str) -> str | None:
         """The line saying what the session of ``cycle_id`` reconciled when it began, if it did anything."""

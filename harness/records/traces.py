@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import atexit
 import json
-import math
 import os
 import threading
 import time
@@ -43,14 +42,14 @@ from harness.base.events import (
     ModelCalled,
     SkillInvoked,
 )
-from harness.base.redaction import Redactor, redact_json
+from harness.base.jsonlines import AppendOnlyFile, encode_batch
 from harness.records.layout import TRACE_SUFFIX, trace_path, traces_path
 
 TRACE_EVENTS = ("skill_invoked", "gate_checked", "execution_progress", "execution_complete", "handoff_attempted",
                 "model_call")
 DAY_S = 86_400.0
 FLUSH_S = 0.2  # a line is in the file at most this long after its event (else at close)
-FLUSH_BYTES = 256 * 1024  # or once this much waits
+FLUSH_EVENTS = 2048  # or once this many events wait
 
 
 _second: tuple[int, str] = (-1, "")  # the last second formatted: lines come many to a second
@@ -149,52 +148,30 @@ def trace_line(event: Event) -> dict[str, Any] | None:
     return {"ts": timestamp(event.at), "event": name, "data": data(event)}
 
 
-def encode(line: dict[str, Any]) -> bytes:
-    """One line of the file: compact JSON, secrets redacted, a newline at the end."""
-    text = _dumps(line)
-    if Redactor().finds(text):  # the JSON text is scanned once; only a line that may hold a secret is walked
-        text = _dumps(redact_json(line))
-    return (text + "\n").encode("utf-8")
-
-
-def _dumps(value: Any) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
-    except ValueError:  # NaN or infinity, which JSON has no word for: null
-        return json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
 # --- the sink ------------------------------------------------------------------------------------------------
 
 
 class TraceSink:
     """A sink of the event stream that appends the trace lines of one cycle to ``traces/{cycle}.jsonl``.
 
-    Quick and thread-safe: events of other kinds return at once; a line is built on the emitting thread and joins
-    the lines waiting to be written, which go out together in one ``os.write`` at most :data:`FLUSH_S` after the
-    first of them (or once :data:`FLUSH_BYTES` wait, or at :meth:`close`). One write a batch, not one a line: a
-    write lets go of the GIL and wakes another thread; with 32 cases at once, a write a line cost about 0.1 ms of
-    CPU a case (benchmarks/README.md, "Execution traces"), a write a batch next to nothing. A batch is whole lines, and ``O_APPEND`` makes each write land whole at the end of the file, so
-    processes sharing the file never interleave within a line. A failed write is raised to the next emitter, so
-    the event stream reports it once and drops the sink; the run goes on.
+    Quick and thread-safe: the emitting thread only keeps the event (events are frozen, and what they carry is
+    never changed once emitted); the lines are built, checked for secrets and written together, in one
+    ``os.write``, at most :data:`FLUSH_S` after the first event waiting (or once :data:`FLUSH_EVENTS` wait, or at
+    :meth:`close`). Building a batch on one thread costs about a third of building each line on the thread that
+    emitted it, with 32 cases at once (benchmarks/README.md, "Execution traces"); one write a batch, not one a
+    line, spares the GIL hand-offs of a write each. A batch is whole lines, and ``O_APPEND`` makes each write land
+    whole at the end of the file, so processes sharing the file never interleave within a line. Batches are
+    written in the order their events came. A failed write is raised to the next emitter, so the event stream
+    reports it once and drops the sink; the run goes on.
     """
 
     def __init__(self, work_dir: Path, cycle_id: str):
         self.path = trace_path(work_dir, cycle_id)
-        self._fd: int | None = None
-        self._lock = threading.Lock()
-        self._pending: list[bytes] = []
-        self._pending_bytes = 0
+        self._file = AppendOnlyFile(self.path)
+        self._opened = False
+        self._lock = threading.Lock()  # the events waiting, the timer, a failure
+        self._flushing = threading.Lock()  # one batch at a time, in order
+        self._pending: list[Event | dict[str, Any] | None] = []  # events, or their lines when built at once
         self._timer: threading.Timer | None = None
         self._failed: BaseException | None = None  # a write of the flushing thread, raised to the next emitter
         atexit.register(self.close)  # a session that never closes its sink still writes its last lines
@@ -202,51 +179,39 @@ class TraceSink:
     def __call__(self, event: Event) -> None:
         if type(event) not in _LINES:
             return
-        line = trace_line(event)
-        if line is None:
-            return
-        data = encode(line)
         with self._lock:
             if self._failed is not None:
                 failed, self._failed = self._failed, None
                 raise failed
-            if self._fd is None:  # opened by the first emitter, so that a trace that cannot be written says so
-                self._open_locked()
-            self._pending.append(data)
-            self._pending_bytes += len(data)
-            if self._pending_bytes >= FLUSH_BYTES:
-                self._flush_locked()
-            elif self._timer is None:
+            if not self._opened:  # opened by the first emitter, so that a trace that cannot be written says so
+                self._file.write(b"")
+                self._opened = True
+            # an artifact's event carries its whole text: its line (a size and a path) is built now, not kept
+            self._pending.append(trace_line(event) if isinstance(event, ArtifactProduced) else event)
+            full = len(self._pending) >= FLUSH_EVENTS
+            if not full and self._timer is None:
                 self._timer = threading.Timer(FLUSH_S, self._flush_later)
                 self._timer.daemon = True
                 self._timer.start()
+        if full:
+            self._flush()
 
     def _flush_later(self) -> None:
         with self._lock:
             self._timer = None
-            try:
-                self._flush_locked()
-            except OSError as exc:  # raised to the next emitter; a timer's traceback would reach the terminal
+        try:
+            self._flush()
+        except Exception as exc:  # noqa: BLE001 - raised to the next emitter; a timer's traceback would reach the terminal
+            with self._lock:
                 self._failed = exc
 
-    def _flush_locked(self) -> None:
-        if not self._pending:
-            return
-        data = b"".join(self._pending)
-        self._pending, self._pending_bytes = [], 0
-        self._write_locked(data)
-
-    def _open_locked(self) -> int:
-        if self._fd is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
-        return self._fd
-
-    def _write_locked(self, data: bytes) -> None:
-        fd = self._open_locked()
-        written = os.write(fd, data)
-        while written < len(data):  # a regular file writes short only when full: the rest, or the error
-            written += os.write(fd, data[written:])
+    def _flush(self) -> None:
+        with self._flushing:
+            with self._lock:
+                events, self._pending = self._pending, []
+            if events:
+                self._file.write(encode_batch(e if e is None or isinstance(e, dict) else trace_line(e)
+                                              for e in events))
 
     def close(self) -> None:
         """Write the lines waiting and close the file (a later event opens it again). Never raises: a trace that
@@ -257,14 +222,14 @@ class TraceSink:
                 self._timer.cancel()
                 self._timer = None
             failed, self._failed = self._failed, None
-            try:
-                self._flush_locked()
-            except OSError as exc:
-                failed = failed or exc
-            finally:
-                if self._fd is not None:
-                    os.close(self._fd)
-                    self._fd = None
+        try:
+            self._flush()
+        except Exception as exc:  # noqa: BLE001 - its last lines are lost, said below
+            failed = failed or exc
+        finally:
+            with self._flushing:
+                self._file.close()
+                self._opened = False
         if failed is not None:
             warnings.warn(f"harness: the execution trace {self.path} could not be written ({failed}); its last "
                           "lines are lost", stacklevel=2)

@@ -62,7 +62,7 @@ class RecordWriter:
             self.store.write_final(event.location, event.attempt)
 
     def _execution(self, event: ExecutionCompleted) -> None:
-        self.store.write_execution_result(event.location, event.result, event.phase)
+        self.store.append_execution_result(event.location.cycle_id, event.result)
 
     def _handoff(self, event: HandoffAttempted) -> None:
         self.store.write_handoff(event.location, event.handoff)

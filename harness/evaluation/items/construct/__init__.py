@@ -2,7 +2,8 @@
 
 One item is one run of the construct, in a workspace of its own under its records
 (``runs/{cycle}/{construct}[/{case}]/workspace``), seeded with the project files ``workspace:`` names. Each phase
-is an execution with gates 1-4 and an execution result (``execution-result.<phase>.json``), its attempts recorded
+is an execution with gates 1-4 and an execution result (a line of the cycle's ``execution-results.jsonl``, naming
+its phase), its attempts recorded
 from the shared steps (:mod:`.phases`); between two phases, a handoff checks what the sender wrote against what the
 receiver needs and is written as a PhaseHandoff (``handoff-<from>-to-<to>.json``, :mod:`.handoff`). The item
 passes when every phase it reached passed; it fails with the exit code of the phase where it stopped: 80 (blocked)
@@ -52,6 +53,7 @@ from harness.loading.constructs import (
     Phase,
     load_construct,
 )
+from harness.records.layout import EXECUTION_RESULTS_NAME
 
 
 @dataclass(frozen=True)
@@ -290,7 +292,8 @@ class ConstructRun:
         lines += [f"    {o.name}: {o.status}" + (f" (exit {o.exit_code})" if o.exit_code is not None else "")
                   + (f", {o.attempts} attempts" if o.attempts > 1 else "") + _said(o) for o in outcomes]
         where = self.location.shown_directory or str(self.location.directory)
-        lines.append(f"  records: {where} (execution-result.<phase>.json, handoff-<from>-to-<to>.json, workspace/)")
+        lines.append(f"  records: {where} (handoff-<from>-to-<to>.json, workspace/); each phase's execution result: "
+                     f"{self.location.shown_cycle_file(EXECUTION_RESULTS_NAME)}")
         return "\n".join(line for line in lines if line)
 
 
