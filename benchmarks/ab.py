@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import tarfile
 import tempfile
@@ -54,41 +53,13 @@ def main() -> int:
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # as on a user's machine (see speed.py)
     speed.PORT = speed.free_port()
     args.dir.mkdir(parents=True, exist_ok=True)
-    sides = {args.revision: export(args.revision, args.dir), "working tree": REPO}
+    variants = {args.revision: speed.Variant(export(args.revision, args.dir)), "working tree": speed.Variant(REPO)}
     root = Path(tempfile.mkdtemp(prefix="harness-ab-", dir=args.dir))
-    walls: dict[tuple[str, str], list[float]] = {(p, s): [] for p in ("model", "local") for s in sides}
-    cpus: dict[tuple[str, str], list[float]] = {key: [] for key in walls}
     try:
-        suite, local = root / "suite", root / "local"
-        speed.write_suite(suite, args.cases)
-        speed.write_suite(local, args.cases, python_agents=True)
-        common = ["suites/", "--harness-concurrency=32", "-o", "harness_progress_interval=0"]
-        order = list(sides)
-        for n in range(args.rounds):
-            for side in order if n % 2 == 0 else order[::-1]:
-                tag = f"{n}-{'base' if side == args.revision else 'head'}"
-                with speed.fake_server(0.0, root) as (url, _):
-                    done = speed.run_pytest(suite, [*common, "--harness-cache=off", f"--harness-work-dir=Z-{tag}"],
-                                            url, code=sides[side])
-                if done.code not in (0, 1):
-                    raise SystemExit(f"{side}: pytest exited {done.code} on the model suite")
-                walls["model", side].append(done.wall)
-                cpus["model", side].append(done.cpu)
-                done = speed.run_pytest(local, [*common, f"--harness-work-dir=L-{tag}"], code=sides[side])
-                if done.code not in (0, 1):
-                    raise SystemExit(f"{side}: pytest exited {done.code} on the Python suite")
-                walls["local", side].append(done.wall)
-                cpus["local", side].append(done.cpu)
+        medians = speed.alternate(variants, args.rounds, args.cases, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    per = 1000 / args.cases
-    base, head = sides
-    print(f"\nmedians of {args.rounds} alternating rounds, ms per case: {base} / {head} (difference)")
-    for path, name in (("model", "0 ms server, 2 model calls a case"), ("local", "no model: Python producer and judge")):
-        wall_a, wall_b = (statistics.median(walls[path, s]) * per for s in sides)
-        cpu_a, cpu_b = (statistics.median(cpus[path, s]) * per for s in sides)
-        print(f"{name:<38} wall {wall_a:6.2f} / {wall_b:6.2f} ({wall_b - wall_a:+.2f})   "
-              f"CPU {cpu_a:6.2f} / {cpu_b:6.2f} ({cpu_b - cpu_a:+.2f})")
+    speed.print_alternated(medians, args.rounds, args.revision, "working tree")
     return 0
 
 

@@ -180,6 +180,53 @@ def run_pytest(root: Path, args: list[str], base_url: str | None = None, *, code
     return Run(wall, cpu, done.returncode, launched_at)
 
 
+class Variant(NamedTuple):
+    """One side of an alternated comparison: the code it imports (None: the installed package) and its options."""
+
+    code: Path | None = None
+    options: tuple[str, ...] = ()
+
+
+def alternate(variants: dict[str, Variant], rounds: int, cases: int, root: Path) -> dict[tuple[str, str], Run]:
+    """Run speed.py's two 500-case suites (the 0 ms server, 2 model calls a case, cache off; a Python producer
+    and judge, no model) once per variant in each round, the order reversed every other round, so that a shared
+    machine's drift falls on every variant alike. Returns the median wall and CPU per (suite, variant), in ms a
+    case (``Run`` with ``code`` 0)."""
+    suite, local = root / "suite", root / "local"
+    write_suite(suite, cases)
+    write_suite(local, cases, python_agents=True)
+    common = ["suites/", "--harness-concurrency=32", "-o", "harness_progress_interval=0"]
+    walls: dict[tuple[str, str], list[float]] = {(p, v): [] for p in ("model", "local") for v in variants}
+    cpus: dict[tuple[str, str], list[float]] = {key: [] for key in walls}
+    order = list(variants)
+    for n in range(rounds):
+        for name in order if n % 2 == 0 else order[::-1]:
+            code, options = variants[name]
+            tag = f"{n}-{order.index(name)}"
+            with fake_server(0.0, root) as (url, _):
+                done = run_pytest(suite, [*common, *options, "--harness-cache=off", f"--harness-work-dir=Z-{tag}"],
+                                  url, code=code)
+            runs = [("model", done), ("local", run_pytest(local, [*common, *options, f"--harness-work-dir=L-{tag}"],
+                                                          code=code))]
+            for path, done in runs:
+                if done.code not in (0, 1):
+                    raise SystemExit(f"{name}: pytest exited {done.code} on the {path} suite")
+                walls[path, name].append(done.wall)
+                cpus[path, name].append(done.cpu)
+    per = 1000 / cases
+    return {key: Run(median(walls[key]) * per, median(cpus[key]) * per, 0, 0.0) for key in walls}
+
+
+def print_alternated(medians: dict[tuple[str, str], Run], rounds: int, first: str, second: str,
+                     target: str = "") -> None:
+    """The medians of :func:`alternate` for two variants, side by side, and the second's difference."""
+    print(f"\nmedians of {rounds} alternating rounds, ms per case: {first} / {second} (difference)")
+    for path, name in (("model", "0 ms server, 2 model calls a case"), ("local", "no model: Python producer and judge")):
+        a, b = medians[path, first], medians[path, second]
+        print(f"{name:<38} wall {a.wall:6.2f} / {b.wall:6.2f} ({b.wall - a.wall:+.2f})   "
+              f"CPU {a.cpu:6.2f} / {b.cpu:6.2f} ({b.cpu - a.cpu:+.2f}){target}")
+
+
 def peak_rss_mb_of(root: Path, args: list[str]) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of one pytest run, measured in a fresh child."""
     code = ("import resource, subprocess, sys, time; t=time.perf_counter(); "

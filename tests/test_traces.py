@@ -121,6 +121,12 @@ def test_a_500_case_run_under_xdist_writes_one_whole_valid_trace(project: Projec
     assert {(nodeid, 4) for nodeid in items} <= gates
     made = [d for d in by_event["execution_progress"] if d["artifacts_created"]]
     assert len(made) == 500 and all(d["artifacts_created"][0].endswith("attempt-1.md") for d in made)
+    # the execution results, appended by both workers to one file: a whole, valid line per item, no raw input
+    results = project.execution_results()
+    assert sorted(r["nodeid"] for r in results) == sorted(items)
+    assert not [e for r in results for e in contract_errors("execution_result", r)]
+    assert all(r["inputs"]["provided"]["text"].startswith("sha256:") for r in results)
+    assert MARKER not in (project.cycle_dir() / "execution-results.jsonl").read_text(encoding="utf-8")
 
 
 def test_inputs_are_hashed_by_default_kept_with_full_capture_and_left_out_with_none(project: Project) -> None:
