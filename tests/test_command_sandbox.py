@@ -152,3 +152,40 @@ def test_a_command_that_prints_too_much_is_an_error_not_a_cut_artifact(project: 
     result.stdout.fnmatch_lines(["*producer command stopped: it printed * bytes more on stdout than the 8192 KB*"])
     assert [row["exit_code"] for row in project.runs()] == [82]  # a bound of the sandbox: quota exceeded
     assert os.path.getsize(project.work / "harness.db") < 5_000_000
+
+
+def test_a_command_the_safety_guard_blocks_never_runs(project: Project) -> None:
+    """Reading secrets is refused before the command starts: the sandbox would hide them, but the plan is wrong."""
+    project.rubric("quality", QUALITY_RUBRIC)
+    project.write(".env", "ANTHROPIC_API_KEY=sk-ant-not-a-real-key\n")
+    (project.root / "out").mkdir()
+    project.agents('agents:\n  writer:\n    rubric: quality\n'
+                   '    producer: {command: "touch out/marker.txt && cat .env", write: [out]}\n')
+    project.cases("writer", "agent: writer\ncases:\n  - id: greet\n    inputs: {text: hi}\n")
+    result = project.run("suites/", subprocess=True)
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "producer command refused by the SafetyGuard: secret access: a credential file (.env)" in out
+    assert "fix: change the command, or list writer.producer in ini harness_approved_commands" in out
+    assert "Traceback" not in out and "sk-ant-not-a-real-key" not in out
+    (row,) = project.runs()
+    assert row["exit_code"] == 80  # blocked
+    assert not (project.root / "out" / "marker.txt").exists()
+
+
+@needs_sandbox
+def test_an_approved_command_runs_and_still_runs_in_the_sandbox(project: Project) -> None:
+    """A person's approval (ini harness_approved_commands) lets the flagged command run, confined all the same: the
+    project's .env is there to read, and whatever it writes outside its write: folders is lost."""
+    project.rubric("quality", QUALITY_RUBRIC)
+    project.write(".env", "GREETING=hello from the env file\n")
+    project.agents('agents:\n  writer:\n    rubric: quality\n'
+                   '    producer: {command: "cat .env; touch stray.txt || true"}\n')
+    project.cases("writer", "agent: writer\ncases:\n  - id: greet\n    inputs: {text: hi}\n")
+    project.ini("harness_approved_commands = writer.producer\n")
+    result = project.run("suites/", subprocess=True)
+    assert "refused by the SafetyGuard" not in result.stdout.str()
+    (row,) = project.runs()
+    assert row["exit_code"] in (0, 1)  # it ran, and was scored
+    assert "hello from the env file" in (project.root / row["artifact_path"]).read_text()
+    assert not (project.root / "stray.txt").exists()  # the project stays read-only inside the sandbox

@@ -18,7 +18,7 @@ ROOT = Path(harness.__file__).parent
 # Each top-level part of the package, lowest first. The services are ordered too: one may use those before it.
 LAYERS = (
     ("base",),
-    ("sandbox", "records", "llm", "checks", "loading"),
+    ("safety", "sandbox", "records", "llm", "checks", "loading"),
     ("evaluation",),
     ("face",),
     ("apps",),

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.apps.tournament.safety import SafetyGuard
-from harness.apps.tournament.shell_commands import parse
+from harness.safety import SafetyGuard
+from harness.safety import parse
 from harness.base.jsonschemas import contract_errors
 
 # The fifteen hostile commands the old text blocklist was tried with (eight got through it), then more.

@@ -57,9 +57,11 @@ class _ReadsLikeItsJson(Mapping[str, Any]):
 
 @dataclass(frozen=True, eq=False)
 class AgentRequest(_ReadsLikeItsJson):
-    """A producer's request (attempt 1) or a reviser's (every later attempt)."""
+    """A producer's request (attempt 1), a reviser's (every later attempt), or a pipeline stage's (``role``
+    "stage": its ``inputs`` hold the case's inputs, ``context``, every earlier stage's output, and ``pipeline``, the
+    run's facts; ``schema`` is the JSON Schema of the output it must answer with, when the stage declares one)."""
 
-    role: str  # "producer" or "reviser"
+    role: str  # "producer", "reviser" or "stage"
     agent: str
     case: str
     attempt: int
@@ -67,6 +69,7 @@ class AgentRequest(_ReadsLikeItsJson):
     artifact: str | None = None  # the reviser's: the previous attempt's artifact
     evaluation: dict[str, Any] | None = None  # the reviser's: the previous attempt's EvaluatorOutput JSON
     suggested_fixes: tuple[str, ...] = ()
+    schema: dict[str, Any] | None = field(default=None, repr=False)  # a stage's output type (treat as read-only)
 
     def slot(self, name: str) -> Any:
         """What a producer's or reviser's template slot holds: the case's inputs, and for a reviser the previous

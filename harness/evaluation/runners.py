@@ -24,13 +24,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness.base import exit_codes
-from harness.base.errors import AgentRunError, ExitCode
+from harness.base.errors import AgentRunError, ExitCode, ValidationFailed
 from harness.base.models import AgentConfig, PromptTemplate, RunnerSpec
 from harness.base.redaction import child_environment
 from harness.base.requests import AgentRequest, JudgeRequest, render_template
 from harness.base.usage import Spend
 from harness.checks import import_callable
 from harness.llm import Message, ModelClient
+from harness.safety import SafetyGuard
 from harness.sandbox import Confinement, Finished, Limits, Sandbox, sandbox, unconfined
 
 DEFAULT_COMMAND_TIMEOUT_S = 300.0
@@ -60,6 +61,16 @@ def output_from_answer(answer: Any, role: str, source: str) -> RunnerOutput:
             raise AgentRunError(f"{source}: evaluator returned {type(answer).__name__}, expected EvaluatorOutput JSON",
                                 ExitCode.VALIDATION_FAILED)
         return RunnerOutput(data=answer)
+    if role == "stage":  # a pipeline stage answers with its output: a mapping, a pydantic model, or JSON text
+        dumped = getattr(answer, "model_dump", None)
+        if callable(dumped):
+            answer = dumped(mode="json")
+        if isinstance(answer, dict):
+            return RunnerOutput(data=answer, text=json.dumps(answer, ensure_ascii=False, default=str))
+        if isinstance(answer, str):
+            return RunnerOutput(text=answer)
+        raise AgentRunError(f"{source}: the stage returned {type(answer).__name__}; expected its output (a mapping "
+                            "or a pydantic model)", ExitCode.VALIDATION_FAILED)
     if isinstance(answer, str):
         return RunnerOutput(text=answer)
     if isinstance(answer, dict) and isinstance(answer.get("artifact"), str):
@@ -88,7 +99,7 @@ class PythonRunner:
             frames = user_frames(exc, self.import_root)
             raise AgentRunError(f"{self.role} {self.source} raised {type(exc).__name__}: {exc}"
                                 + (f"\n{frames}" if frames else "")) from exc
-        return output_from_answer(answer, self.role, self.source)
+        return output_from_answer(answer, request.role, self.source)
 
 
 _NOT_USER_CODE = tuple({str(Path(p).resolve()) for key, p in sysconfig.get_paths().items()
@@ -137,11 +148,14 @@ class CommandRunner:
     It runs in the sandbox (:mod:`harness.sandbox`): the project read-only (the work folder out of sight), its
     ``read`` and ``write`` folders, a private ``/tmp`` and ``$HOME``, no network unless ``network: true``, the
     allowlisted environment plus its ``env`` names, its time and memory bounds; nothing it starts outlives it.
-    Where no sandbox can be made it is refused, unless the project's ini ``harness_unconfined`` names it.
+    Where no sandbox can be made it is refused, unless the project's ini ``harness_unconfined`` names it. The
+    SafetyGuard reads the command line first, as it would a plan's: what it blocks does not run, sandbox or not,
+    until the project names the runner in ``harness_approved_commands`` (a person's approval; it still runs in
+    the sandbox).
     """
 
     def __init__(self, spec: RunnerSpec, role: str, agent: str, project: Path, work_dir: Path,
-                 unconfined_names: tuple[str, ...] = ()):
+                 unconfined_names: tuple[str, ...] = (), *, approved_names: tuple[str, ...] = ()):
         self.role = role
         self.name = f"{agent}.{role}"
         self.command = _own_python(spec.target)
@@ -156,6 +170,9 @@ class CommandRunner:
         self.write = tuple((project / os.path.expanduser(p)).resolve() for p in options.get("write", ()))
         self.memory_mb = int(options.get("memory_mb", Limits.memory_mb))
         self.unconfined = self.name in unconfined_names or agent in unconfined_names
+        self.approved = self.name in approved_names or agent in approved_names
+        # where the project is does not matter here (the sandbox decides what the command sees): only what it runs
+        self.verdict = SafetyGuard(workspace=None).check(self.command)
 
     def engine(self) -> Sandbox:
         if self.unconfined:
@@ -163,6 +180,11 @@ class CommandRunner:
         return sandbox()
 
     def run(self, request: Request) -> RunnerOutput:
+        if not self.verdict.safe and not self.approved:
+            raise AgentRunError(f"{self.role} command refused by the SafetyGuard: {self.verdict.reason()}; the sandbox "
+                                "would have confined it, but the command needs a person's approval (fix: change the "
+                                f"command, or list {self.name} in ini harness_approved_commands: it still runs in "
+                                "the sandbox)", ExitCode.BLOCKED)
         box = self.engine()
         if not box.available and not self.unconfined:
             raise AgentRunError(f"{self.role} command refused: no sandbox can be made here ({box.reason}); commands "
@@ -177,12 +199,13 @@ class CommandRunner:
         record = CommandRun(self.role, box.available, self.network and box.available, done.exit_code,
                             done.wall_ms / 1000.0, done.limits_hit, done.leftovers)
         try:
-            return self._answer(done, limits, record)
+            return self._answer(done, limits, record, request.role)
         except AgentRunError as exc:
             exc.commands = (record,)
             raise
 
-    def _answer(self, done: Finished, limits: Limits, record: CommandRun) -> RunnerOutput:
+    def _answer(self, done: Finished, limits: Limits, record: CommandRun, asked: str) -> RunnerOutput:
+        """What the command answered, read as what it was asked for (``asked``: the request's role)."""
         if done.timed_out:
             raise AgentRunError(f"{self.role} command timed out after {self.timeout_s:g}s: {self.command}",
                                 ExitCode.TIMEOUT)
@@ -201,11 +224,11 @@ class CommandRunner:
         stripped = out.strip()
         if stripped.startswith("{"):
             try:
-                answer = output_from_answer(json.loads(stripped), self.role, self.command)
+                answer = output_from_answer(json.loads(stripped), asked, self.command)
                 return dataclasses.replace(answer, commands=(record,))
             except json.JSONDecodeError:
                 pass
-        if self.role == "evaluator":
+        if asked == "evaluator":
             raise AgentRunError(f"evaluator command printed no JSON: {self.command}", ExitCode.VALIDATION_FAILED)
         return RunnerOutput(text=out, commands=(record,))
 
@@ -234,6 +257,8 @@ class PromptRunner:
         self.client = client
 
     def run(self, request: AgentRequest) -> RunnerOutput:
+        if request.role == "stage":
+            return self._stage(request)
         if request.role == "producer":
             ask = "Produce the artifact for these inputs. Answer with the artifact only."
             body: dict[str, Any] = {"inputs": request.inputs}
@@ -247,6 +272,25 @@ class PromptRunner:
         # answer directly, since the loop cannot go on without them.
         reply = self.client.complete(system=self.prompt.text, messages=[Message.user(message)], batch=False)
         return RunnerOutput(text=reply.text, spend=reply.spend)
+
+    def _stage(self, request: AgentRequest) -> RunnerOutput:
+        """A pipeline stage on a model: its output asked for as JSON of the stage's type (a forced tool call, or
+        the server's JSON Schema output), checked, and asked once more with the errors shown when it does not fit;
+        a stage that declares no type answers in text, read as JSON by the stage."""
+        body = {key: request.inputs[key] for key in request.inputs if key != "pipeline"}
+        message = (f"Answer for stage {request.inputs.get('pipeline', {}).get('stage', request.agent)} of this run. "
+                   f"The request, and what the stages before this one made (context):\n\n"
+                   f"```json\n{json.dumps(body, indent=2, default=str)}\n```")
+        if request.schema is None:
+            reply = self.client.complete(system=self.prompt.text, messages=[Message.user(message)], batch=False)
+            return RunnerOutput(text=reply.text, spend=reply.spend)
+        result = self.client.generate_json(system=self.prompt.text, prompt=message, schema=request.schema,
+                                           cache_extra={"stage": request.agent}, batch=False)
+        if not result.success:
+            raise ValidationFailed(f"{request.agent}: the model's answer does not match the stage's output type after "
+                                   f"{result.attempts} attempts: {'; '.join(result.validation_errors[:3])}",
+                                   list(result.validation_errors), result.raw_response, spend=result.spend)
+        return RunnerOutput(data=result.data, text=json.dumps(result.data, ensure_ascii=False), spend=result.spend)
 
 
 class TemplateRunner:

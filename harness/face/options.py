@@ -84,6 +84,9 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("harness_unconfined", "command producers, revisers and evaluators that run without the sandbox, "
                   "one a line: agent.role or agent (default: none; every command runs confined)", type="linelist",
                   default=[])
+    parser.addini("harness_approved_commands", "command producers, revisers and evaluators whose command the "
+                  "SafetyGuard flags and a person approved, one a line: agent.role or agent (default: none); they "
+                  "still run in the sandbox", type="linelist", default=[])
     parser.addini("harness_rubrics_dir", "folder of rubric files (default: rubrics)", default="rubrics")
     parser.addini("harness_prompts_dir", "the prompt registry: folder of the prompts skills name by prompt_id "
                   "(default: prompts)", default="prompts")
@@ -192,16 +195,19 @@ def _data_modules(config: pytest.Config) -> tuple[str, ...]:
     return tuple(modules)
 
 
-def _unconfined(config: pytest.Config) -> tuple[str, ...]:
-    """ini harness_unconfined: the runners (``agent.role``, or ``agent`` for all its roles) the user lets run
-    without the sandbox."""
+def _runners(config: pytest.Config, ini: str) -> tuple[str, ...]:
+    """ini ``harness_unconfined`` (the runners the user lets run without the sandbox) or
+    ``harness_approved_commands`` (those whose flagged command a person approved): each ``agent.role``, or
+    ``agent`` for all its roles; a pipeline's stage is ``<pipeline>.<stage>.producer``."""
     names = []
-    for entry in config.getini("harness_unconfined"):
-        agent, dot, role = entry.partition(".")
-        if not agent.strip() or (dot and role not in ("producer", "reviser", "evaluator")):
-            raise pytest.UsageError(f"ini harness_unconfined: {entry!r} is not a runner (fix: list agent.producer, "
-                                    "agent.reviser, agent.evaluator or an agent's name, one a line)")
-        names.append(entry)
+    for entry in config.getini(ini):
+        parts = entry.strip().split(".")
+        if not all(parts) or len(parts) > 3 or (len(parts) > 1 and parts[-1] not in ("producer", "reviser",
+                                                                                       "evaluator")):
+            raise pytest.UsageError(f"ini {ini}: {entry!r} is not a runner (fix: list agent.producer, "
+                                    "agent.reviser, agent.evaluator, pipeline.stage.producer or an agent's name, "
+                                    "one a line)")
+        names.append(entry.strip())
     return tuple(names)
 
 
@@ -293,7 +299,8 @@ def read_settings(config: pytest.Config) -> dict:
         work_dir=_work_dir(config, root), rubrics_dir=rubrics_dir(config).resolve(), import_root=root,
         prompts_dir=(root / config.getini("harness_prompts_dir")).resolve(),
         input_roots=_input_roots(config, root), data_modules=_data_modules(config),
-        unconfined_runners=_unconfined(config),
+        unconfined_runners=_runners(config, "harness_unconfined"),
+        approved_runners=_runners(config, "harness_approved_commands"),
         indeterminate=_setting(config, "harness_indeterminate", _indeterminate),
         exit_status=_setting(config, "harness_exit_status", choice(*EXIT_STATUS_MODES)) or "pytest",
         concurrency=_setting(config, "harness_concurrency", _positive) or DEFAULT_CONCURRENCY,

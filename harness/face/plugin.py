@@ -257,7 +257,8 @@ def _record_verdict(item: pytest.Item, report: pytest.TestReport) -> None:
         from harness.face.session import harness_session
 
         word = verdict_word(report)
-        if word != default_verdict(result.outcome):  # the usual word is implied by the outcome: no write for it
+        # the usual word is implied by the outcome: no write for it, unless the item's last row is one of its runs
+        if word != default_verdict(result.outcome) or result.staged:
             hs = harness_session(item.config)
             hs.store.record_verdict(hs.cycle_id, item.nodeid, word)
 

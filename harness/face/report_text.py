@@ -77,6 +77,7 @@ class RubricTally:
     indeterminate: int = 0
     escalated: int = 0
     errors: int = 0
+    invalid: int = 0  # validation_failed: an output that did not match its schema or checks (84)
     scores: list[float] = field(default_factory=list)
     attempts: list[int] = field(default_factory=list)
     input_tokens: int = 0
@@ -96,7 +97,8 @@ class RubricTally:
         self.passed += word in ("passed", "xpassed")
         self.indeterminate += outcome == "indeterminate"
         self.escalated += outcome == "escalated"
-        self.errors += outcome in ("error", "validation_failed")
+        self.errors += outcome == "error"
+        self.invalid += outcome == "validation_failed"
         if word != "skipped":  # the pass rate divides by the items pytest passed or failed, as it counts them
             self.scored += 1
         if result.score is not None:
@@ -160,6 +162,9 @@ def summary_lines(tallies: dict[str, RubricTally]) -> list[str]:
             notes.append(f"{name}: {t.escalated} escalated to a human")
         if t.errors:
             notes.append(f"{name}: {t.errors} ended in an error (model or agent failure)")
+        if t.invalid:
+            notes.append(f"{name}: {t.invalid} failed validation (an output did not match its schema or its checks: "
+                         "exit code 84)")
         if t.cached_answers:
             notes.append(f"{name}: {t.cached_answers} model answer{'s' * (t.cached_answers != 1)} from the response "
                          "cache (replayed, not called: no tokens, $0)")

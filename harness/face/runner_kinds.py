@@ -21,7 +21,7 @@ def pytest_harness_make_runner(spec: RunnerSpec, role: str, agent: AgentConfig,
         return PythonRunner(spec, role, session.import_root)
     if spec.kind == "command":
         return CommandRunner(spec, role, agent.name, session.import_root, session.work_dir,
-                             session.unconfined_runners)
+                             session.unconfined_runners, approved_names=session.approved_runners)
     if spec.kind in ("prompt", "template"):
         client = session.model_client(session.model_for(agent, role))
         if not config.option.collectonly:

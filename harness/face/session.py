@@ -54,6 +54,7 @@ class HarnessSession:
     input_roots: tuple[Path, ...] = ()  # where case input files may come from (the rootdir, harness_input_dirs)
     data_modules: tuple[str, ...] = ()  # the only modules case files and dataset rows may name code from
     unconfined_runners: tuple[str, ...] = ()  # ini harness_unconfined: agent.role (or agent) run without the sandbox
+    approved_runners: tuple[str, ...] = ()  # ini harness_approved_commands: flagged by the SafetyGuard, approved
     judge_model: str | None = None  # --harness-judge-model: every judge on this model instead
     progress_interval_s: float = 10.0
     exit_status: str = "pytest"  # "item": the run exits with the most severe failed item's exit code

@@ -102,6 +102,10 @@ def _resolve(root: Mapping[str, Any], node: Mapping[str, Any]) -> Mapping[str, A
     return node if isinstance(node, Mapping) else {}
 
 
+_FORMATTED = {"date-time": "2026-01-01T00:00:00Z", "date": "2026-01-01", "time": "00:00:00Z",
+              "email": "fake@example.com", "uri": "https://example.com/fake", "uuid": "00000000-0000-4000-8000-000000000000"}
+
+
 def placeholder(root: Mapping[str, Any], node: Mapping[str, Any]) -> Any:
     """A value of the right shape for a schema the judge has no data for."""
     node = _resolve(root, node)
@@ -109,6 +113,10 @@ def placeholder(root: Mapping[str, Any], node: Mapping[str, Any]) -> Any:
         return node["const"]
     if node.get("enum"):
         return node["enum"][0]
+    options = node.get("anyOf") or node.get("oneOf")
+    if options and "type" not in node:  # a pydantic Optional: the first option that is not null
+        chosen = next((o for o in options if _resolve(root, o).get("type") != "null"), options[0])
+        return placeholder(root, chosen)
     kind = node.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), kind[0] if kind else None)
@@ -119,6 +127,8 @@ def placeholder(root: Mapping[str, Any], node: Mapping[str, Any]) -> Any:
         count = int(node.get("minItems", 0))
         return [placeholder(root, node.get("items") or {}) for _ in range(count)]
     if kind == "string":
+        if node.get("format") in _FORMATTED:  # checked by the generation's validator: a value of its format
+            return _FORMATTED[node["format"]]
         return "fake" + "x" * max(0, int(node.get("minLength", 0)) - 4)
     if kind == "integer":
         return int(node.get("minimum", 0))

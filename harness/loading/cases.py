@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.base.fields import ID_PATTERN, Fields, Section
 from harness.base.models import AgentConfig, Case, Dimension
@@ -73,6 +73,45 @@ def load_cases(path: Path, *, agents: Mapping[str, AgentConfig], input_roots: Se
         cases.extend(_dataset_cases(top, path, roots, default_agent, shared_inputs, agents, seen,
                                     import_root or path.parent, check_kinds))
     return cases
+
+
+T = TypeVar("T")
+
+
+def owned_cases(top: Section, what_inputs: str, known: Sequence[str], roots: Sequence[Path],
+                data_modules: Sequence[str], make: Callable[..., T]) -> Iterator[T]:
+    """The items of a file that runs one thing (a skill, a pipeline): its ``cases:`` (each an ``id``, its
+    ``inputs``, and what ``known`` allows more) or a ``dataset:``'s rows, with the ``inputs:`` they all share.
+    They are data: their checks name code only from ``data_modules``. ``make`` turns each into the owner's
+    :class:`Case`, checking what the owner's cases may and may not say (``what_inputs`` names their input in
+    errors): ``make(place, case_id, inputs, line, **more)``, ``more`` a hand-written case's ``today`` and
+    ``description``."""
+    path = top.fields.path
+    data = dataclasses.replace(top.fields, data_modules=tuple(data_modules))
+    shared = load_inputs(top.raw.get("inputs") or {}, path, "inputs", path.parent, roots)
+    if "dataset" in top:
+        raw = top.raw["dataset"]
+        where = data.nested("dataset")
+        for number, row in dataset_rows(raw, where, path.parent, roots):
+            place = dataclasses.replace(where, field=f"dataset (row {number})")
+            case_id = place.identifier(str(row["id"]), "id", "case id")
+            inputs = row["inputs"]
+            if not isinstance(inputs, Mapping):
+                raise place.expected("inputs", f"a mapping ({what_inputs})", inputs,
+                                     "write `inputs: {name: \"{column}\"}`")
+            yield make(Section(row, place), case_id, {**shared, **inputs}, raw.line if isinstance(raw, LineDict) else 0)
+        return
+    listed = top.raw["cases"]
+    if not isinstance(listed, list) or not listed:
+        raise top.fields.expected("cases", "a list with at least one case", listed, "add `- id: first` entries")
+    for index, item in enumerate(listed):
+        case = data.nested(f"cases[{index}]").section(item, known=known, required=("id",))
+        today = case.raw.get("today")
+        if today is not None and not isinstance(today, dt.date):
+            raise case.fields.expected("today", "a date", today, "write YYYY-MM-DD")
+        inputs = {**shared, **load_inputs(case.raw.get("inputs") or {}, path, case.sub("inputs"), path.parent, roots)}
+        yield make(case, case.identifier("id", "case id"), inputs, item.line if isinstance(item, LineDict) else 0,
+                   today=today, description=case.text("description"))
 
 
 def additions(place: Section, import_root: Path, check_kinds: Mapping[str, CheckParser] | None

@@ -15,7 +15,6 @@ data (their checks name code only from ini harness_data_modules). docs/skills.md
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -25,12 +24,10 @@ from harness.base import jsonschemas
 from harness.base.errors import HarnessConfigWarning
 from harness.base.fields import Fields, Section
 from harness.base.models import Case, Frozen, ModelSettings
-from harness.base.yamlfile import LineDict, load_yaml
+from harness.base.yamlfile import load_yaml
 from harness.checks import CheckParser, import_callable
 from harness.checks.paths import path_option
-from harness.loading.cases import additions
-from harness.loading.datasets import dataset_rows
-from harness.loading.inputs import load_inputs
+from harness.loading.cases import additions, owned_cases
 from harness.loading.prompt_registry import (
     RegisteredPrompt,
     find_prompt,
@@ -337,35 +334,12 @@ def _cases(top: Section, skill_id: str, template_type: str | None, roots: tuple[
            check_kinds: Mapping[str, CheckParser] | None, data_modules: Sequence[str]) -> Iterator[Case]:
     """The skill's items: ``cases:`` or a ``dataset:``'s rows, each a :class:`Case` of the skill (data: its checks
     name code only from ``data_modules``)."""
-    path = top.fields.path
-    data = dataclasses.replace(top.fields, data_modules=tuple(data_modules))
-    shared = load_inputs(top.raw.get("inputs") or {}, path, "inputs", path.parent, roots)
     seen: set[str] = set()
-    if "dataset" in top:
-        raw = top.raw["dataset"]
-        where = data.nested("dataset")
-        for number, row in dataset_rows(raw, where, path.parent, roots):
-            place = dataclasses.replace(where, field=f"dataset (row {number})")
-            case_id = place.identifier(str(row["id"]), "id", "case id")
-            inputs = row["inputs"]
-            if not isinstance(inputs, Mapping):
-                raise place.expected("inputs", "a mapping (the skill's input object)", inputs,
-                                     "write `inputs: {name: \"{column}\"}`")
-            yield _case(Section(row, place), skill_id, template_type, case_id, {**shared, **inputs}, seen,
-                        raw.line if isinstance(raw, LineDict) else 0, import_root, check_kinds)
-        return
-    listed = top.raw["cases"]
-    if not isinstance(listed, list) or not listed:
-        raise top.fields.expected("cases", "a list with at least one case", listed, "add `- id: first` entries")
-    for index, item in enumerate(listed):
-        case = data.nested(f"cases[{index}]").section(item, known=CASE_KEYS, required=("id",))
-        today = case.raw.get("today")
-        if today is not None and not isinstance(today, dt.date):
-            raise case.fields.expected("today", "a date", today, "write YYYY-MM-DD")
-        inputs = {**shared, **load_inputs(case.raw.get("inputs") or {}, path, case.sub("inputs"), path.parent, roots)}
-        yield _case(case, skill_id, template_type, case.identifier("id", "case id"), inputs, seen,
-                    item.line if isinstance(item, LineDict) else 0, import_root, check_kinds,
-                    today=today, description=case.text("description"))
+
+    def make(place: Section, case_id: str, inputs: dict[str, Any], line: int, **more: Any) -> Case:
+        return _case(place, skill_id, template_type, case_id, inputs, seen, line, import_root, check_kinds, **more)
+
+    return owned_cases(top, "the skill's input object", CASE_KEYS, roots, data_modules, make)
 
 
 def _case(place: Section, skill_id: str, template_type: str | None, case_id: str, inputs: dict[str, Any],

@@ -16,7 +16,7 @@ from harness.apps.tournament.executors import ChangeOutcome, executor_kind, make
 from harness.apps.tournament.failures import RUN_CATEGORY, failure_analysis
 from harness.apps.tournament.gitops import GitError
 from harness.apps.tournament.models import ExecutorResult, Measurement, Plan, RegressionCheck, ResultStatus
-from harness.apps.tournament.safety import SafetyGuard
+from harness.safety import SafetyGuard
 from harness.apps.tournament.schemas import write_record
 from harness.apps.tournament.state import BaselineRuns, ExecutorEntry, IterationState
 from harness.apps.tournament.store import now_iso, read_result, recorded_baseline, write_json_plain

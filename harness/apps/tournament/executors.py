@@ -2,7 +2,7 @@
 
 * ``diff``: a plan carrying a unified diff is applied with ``git apply``;
 * ``model``: a model edits files through tools that cannot leave the worktree; every command it
-  proposes is checked by :class:`~harness.apps.tournament.safety.SafetyGuard` and runs in the sandbox;
+  proposes is checked by :class:`~harness.safety.SafetyGuard` and runs in the sandbox;
 * ``command``: the goal's ``executor_command`` (e.g. a coding agent CLI) runs in the sandbox, in the
   worktree, with the plan's JSON file at ``{plan}``.
 
@@ -25,7 +25,7 @@ from harness.apps.tournament.benchmark import SealedPaths
 from harness.apps.tournament.confine import GoalSandbox
 from harness.apps.tournament.costs import no_cost
 from harness.apps.tournament.gitops import GitError, GitRepo
-from harness.apps.tournament.safety import SafetyGuard
+from harness.safety import SafetyGuard
 from harness.apps.tournament.store import append_log
 from harness.base.errors import HarnessError
 from harness.llm import Message, ToolResult, ToolSpec

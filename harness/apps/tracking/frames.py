@@ -56,6 +56,9 @@ def merge_usage(usages: Iterable[dict[str, dict[str, Any]] | None]) -> dict[str,
     return merged or None
 
 
+SCORE_COLUMNS = ("overall_score", "rubric_name", "dimensions", "threshold")
+
+
 def items_frame(attempts: pd.DataFrame) -> pd.DataFrame:
     """One row per (cycle, item): the final attempt's fields plus ``attempts``, ``tokens`` and
     ``cost_usd`` summed over all of the item's attempts, and ``passed`` (the final outcome)."""
@@ -65,6 +68,13 @@ def items_frame(attempts: pd.DataFrame) -> pd.DataFrame:
     keys = ["cycle_id", "nodeid"]
     ordered = attempts.sort_values([*keys, "attempt", "run_id"])
     final = ordered.groupby(keys, sort=True).tail(1).set_index(keys)
+    # an item of several runs (a construct's phases, a pipeline's stages) is scored by its last scored run: its
+    # score, rubric and dimensions; its verdict, outcome and exit code stay the item's, on its last run
+    scored = ordered[ordered["overall_score"].notna()].groupby(keys, sort=True).tail(1).set_index(keys)
+    unscored = [key for key in final.index if key in scored.index and pd.isna(final.at[key, "overall_score"])]
+    for column in SCORE_COLUMNS:
+        for key in unscored:
+            final.at[key, column] = scored.at[key, column]
     totals = ordered.groupby(keys, sort=True).agg(
         attempts=("attempt", "size"),
         cost_total=("cost_usd", "sum"),

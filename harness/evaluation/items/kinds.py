@@ -122,6 +122,17 @@ class ItemKind:
         raise NotImplementedError
 
 
+def role_runner(context: ItemContext, agent: AgentConfig, role: str) -> Runner:
+    """The runner of ``agent``'s ``role``, made by the session's runner kinds; a kind no plugin builds is one error
+    naming the file and field that asked for it."""
+    spec = getattr(agent, role)
+    runner = context.make_runner(spec, role, agent)
+    if runner is None:
+        raise HarnessConfigError(spec.file, spec.field, f"no plugin builds runners of kind {spec.kind!r}",
+                                 "install the plugin that provides it or use prompt/template/python/command")
+    return runner
+
+
 _BUILTIN: dict[str, ItemKind] = {}
 _K = TypeVar("_K", bound=type[ItemKind])
 

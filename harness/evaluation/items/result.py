@@ -45,6 +45,7 @@ class ItemResult:
     cached_answers: int = 0  # model answers replayed from the response cache
     samples: list[float] | None = None  # judge samples' overall scores
     unstable: bool = False  # the samples fell on both sides of the threshold
+    staged: bool = False  # recorded as several runs (a pipeline's stages, a construct's phases): its last is not it
     unscored: str | None = None  # why an indeterminate item was not scored
     unconfined: tuple[str, ...] = ()  # its commands that ran without the sandbox (agent.role)
     not_run: str | None = None  # why it was not run: "cost_cap" or "stop"
@@ -155,7 +156,7 @@ class ItemResult:
 
 _JSON = frozenset({"models", "dimensions", "samples", "regression"})
 _FIELDS = frozenset(spec.name for spec in fields(ItemResult))
-_OMITTED_WHEN_FALSE = frozenset({"unstable"})
+_OMITTED_WHEN_FALSE = frozenset({"unstable", "staged"})
 _INTS = frozenset({"attempts", "input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens",
                    "cached_answers"})
 _FLOATS = frozenset({"score", "threshold", "cost_usd", "baseline_score"})
@@ -172,7 +173,7 @@ def _decode(name: str, raw: Any) -> Any:
         return raw
     if name == "unconfined":
         return tuple(filter(None, str(raw).split(",")))
-    if name == "unstable":
+    if name in _OMITTED_WHEN_FALSE:
         return raw in (True, "True", "true")
     if name == "exit_code":  # unreadable is unknown, never 0 (success)
         number = number_or_none(raw)

@@ -23,9 +23,9 @@ from typing import Any
 
 from harness.base import exit_codes
 from harness.base.attempts import RunLocation
-from harness.base.errors import AgentRunError, ExitCode, HarnessConfigError
+from harness.base.errors import AgentRunError, ExitCode
 from harness.base.events import HandoffAttempted
-from harness.base.models import DEFAULT_THRESHOLD, Case, Rubric
+from harness.base.models import Case, Rubric
 from harness.base.usage import Spend
 from harness.checks import CheckContext
 from harness.evaluation.items.construct.artifacts import (
@@ -44,7 +44,8 @@ from harness.evaluation.items.kinds import (
     item_kind,
 )
 from harness.evaluation.items.result import ItemResult
-from harness.evaluation.items.skill import SkillWork, skill_rubric
+from harness.evaluation.items.skill import SkillWork
+from harness.evaluation.items.staged import step_models, step_runners
 from harness.evaluation.runners import Runner
 from harness.loading.constructs import (
     CONSTRUCT_NAMES,
@@ -64,7 +65,7 @@ class PhaseWork:
     phase: Phase
     agent_name: str  # who its requests name (``<construct>.<phase>``), and ini harness_unconfined lists
     rubric: Rubric  # its goal's rubric, its skill's, or the construct's own (not scored)
-    rubric_scored: bool  # gate 4: the rubric's verdict counts
+    scored: bool  # gate 4: the rubric's verdict counts
     threshold: float
     runner: Runner | None = None
     judge: Runner | None = None
@@ -109,8 +110,9 @@ class ConstructKind(ItemKind):
                                    data_modules=context.data_modules)
         own = construct_rubric(construct)
         phases = {phase.name: _phase_work(phase, construct, own, context) for phase in construct.phases}
-        models = tuple(dict.fromkeys(model for work in phases.values() for model in _models(work, context)))
-        goals = tuple(w.rubric.name for w in phases.values() if w.rubric_scored and w.rubric is not own)
+        models = tuple(dict.fromkeys(model for work in phases.values() for model in step_models(
+            context, work.phase.agent, work.phase.skill.skill if work.phase.skill else None)))
+        goals = tuple(w.rubric.name for w in phases.values() if w.scored and w.rubric is not own)
         case = _case_id(path, context.import_root)
         yield ItemSpec(name=construct.name, label=f"construct {construct.name}@{construct.version} "
                        f"({' -> '.join(p.name for p in construct.phases)})",
@@ -129,50 +131,11 @@ def construct_rubric(construct: Construct) -> Rubric:
 
 
 def _phase_work(phase: Phase, construct: Construct, own: Rubric, context: ItemContext) -> PhaseWork:
-    name = f"{construct.name}.{phase.name}"
-    if phase.skill is not None:
-        skill = phase.skill.skill
-        if skill is None:
-            return PhaseWork(phase, name, own, False, 1.0)
-        if skill.review is not None:
-            rubric = context.rubric(skill.review.rubric_path)
-            return PhaseWork(phase, name, rubric, True, rubric.effective_threshold(DEFAULT_THRESHOLD))
-        return PhaseWork(phase, name, skill_rubric(skill), True, skill.policy.threshold)
-    agent = phase.agent
-    assert agent is not None
-    runner = _runner(context, agent, "producer")
-    if phase.rubric_path is None:
-        return PhaseWork(phase, name, own, False, 1.0, runner=runner, kills_itself=agent.producer.kind == "command")
-    rubric = context.rubric(phase.rubric_path)
-    if rubric.judged_dimensions and agent.evaluator is None:
-        names = ", ".join(d.id for d in rubric.judged_dimensions)
-        raise HarnessConfigError(construct.path, f"phases.{phase.name}.evaluator", f"rubric {rubric.name} has "
-                                 f"dimensions without a check ({names}) but the phase has no evaluator",
-                                 "add `evaluator:` (an evaluator prompt .md), or give those dimensions checks")
-    judge = _runner(context, agent, "evaluator") if agent.evaluator is not None else None
-    return PhaseWork(phase, name, rubric, True, rubric.effective_threshold(DEFAULT_THRESHOLD), runner=runner,
-                     judge=judge, kills_itself=agent.producer.kind == "command")
-
-
-def _runner(context: ItemContext, agent: Any, role: str) -> Runner:
-    spec = getattr(agent, role)
-    runner = context.make_runner(spec, role, agent)
-    if runner is None:
-        raise HarnessConfigError(spec.file, spec.field, f"no plugin builds runners of kind {spec.kind!r}",
-                                 "install the plugin that provides it or use prompt/template/python/command")
-    return runner
-
-
-def _models(work: PhaseWork, context: ItemContext) -> list[str]:
-    agent = work.phase.agent
-    if agent is not None:
-        return [context.model_name(agent, role) for role in agent.models]
-    skill = work.phase.skill.skill if work.phase.skill else None
-    if skill is not None and skill.generation is not None:
-        return [skill.generation.model.qualified]
-    if skill is not None and skill.review is not None:
-        return [skill.review.evaluation_model.qualified]
-    return []
+    skill = phase.skill.skill if phase.skill is not None else None
+    how = step_runners(context, own=own, skill=skill, agent=phase.agent, rubric_path=phase.rubric_path,
+                       file=construct.path, field=f"phases.{phase.name}.evaluator", what="phase")
+    kills = phase.agent is not None and phase.agent.producer.kind == "command"
+    return PhaseWork(phase, f"{construct.name}.{phase.name}", kills_itself=kills, **how)
 
 
 def _case_id(path: Path, root: Path) -> str:
@@ -265,7 +228,7 @@ class ConstructRun:
             rubric=self.work.rubric.name, cycle=self.location.cycle_id, attempts=sum(o.attempts for o in outcomes),
             input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
             cache_write_tokens=usage.cache_write_tokens, cache_read_tokens=usage.cache_read_tokens,
-            cost_usd=spend.known_cost_usd, artifact=self.location.shown_directory, facts=facts)
+            cost_usd=spend.known_cost_usd, artifact=self.location.shown_directory, facts=facts, staged=True)
         if stopped is None:
             return result
         raise ItemFailed(self._report(outcomes, stopped, code), result)

@@ -164,7 +164,7 @@ class PhaseRun:
         if failed:
             problems = [c.message for c in failed]
             raise ValidationFailed(f"{self.phase.name}'s output failed its gate: {'; '.join(problems[:3])}", problems)
-        if self.work.rubric_scored:
+        if self.work.scored:
             evaluation = attempt.evaluation or attempt.evaluate(
                 judge=self.work.judge, about=Subject(self.item.construct.name, self.item.case, attempt.number,
                                                      dict(self.item.construct.vars)),
@@ -181,7 +181,7 @@ class PhaseRun:
                 reason = self.outgoing.record["rejection_reason"]
                 raise ValidationFailed(f"handoff {self.next.name} blocked: {reason}", list(self.outgoing.problems))
         self.failed_gate = None
-        if self.work.rubric_scored:
+        if self.work.scored:
             attempt.decide()
         else:
             attempt.finish("passed", "passed")

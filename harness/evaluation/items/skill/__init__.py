@@ -71,7 +71,7 @@ class SkillKind(ItemKind):
             threshold = base.effective_threshold(DEFAULT_THRESHOLD)
         else:
             base, names, threshold = skill_rubric(skill), (skill_rubric_name(skill),), skill.policy.threshold
-        models = tuple(model.qualified for model in _models(skill, context))
+        models = tuple(model.qualified for model in skill_models(skill, context))
         for case in skill.cases:
             rubric = with_additions(base, case) if case.checks else base
             _check_slots(case, rubric)
@@ -140,7 +140,8 @@ def _json_text(skill: Skill, output: Any) -> str:
                                [problem]) from None
 
 
-def _models(skill: Skill, context: ItemContext) -> list[ModelSettings]:
+def skill_models(skill: Skill, context: ItemContext) -> list[ModelSettings]:
+    """The models a skill calls: its generation's, or its review's (``--harness-judge-model`` applied)."""
     if skill.generation is not None:
         return [skill.generation.model]
     if skill.review is not None:

@@ -54,10 +54,10 @@ class _Input:
 class _CommandHandler(CommandRunner):
     """A command runner whose stdout is the skill's output, read as JSON by the caller."""
 
-    def _answer(self, done: Finished, limits: Limits, record: CommandRun) -> RunnerOutput:
+    def _answer(self, done: Finished, limits: Limits, record: CommandRun, asked: str) -> RunnerOutput:
         if done.exit_code == 0 and not done.timed_out and not done.limit_problem(limits):
             return RunnerOutput(text=done.stdout, commands=(record,))
-        return super()._answer(done, limits, record)  # the failure, worded as every command runner's is
+        return super()._answer(done, limits, record, asked)  # the failure, worded as every command runner's is
 
 
 def call_handler(skill: Skill, inputs: dict[str, Any], *, project: Path, work_dir: Path,

@@ -11,7 +11,7 @@ import re
 import shlex
 from typing import Protocol
 
-from harness.apps.tournament.shell_commands import is_python, short_options
+from harness.safety.shell import is_python, short_options
 
 # Python inline code: calls by what they do (module.function, or a method name on anything)
 PY_DESTRUCTIVE = {"shutil.rmtree", "os.remove", "os.unlink", "os.rmdir", "os.removedirs", "os.kill", "os.killpg",
@@ -83,10 +83,12 @@ def _python_risks(code: str, guard: CommandJudge) -> list[str]:
         names += ["os.environ"] if "environ" in code or "getenv" in code else []
         return [f"unreadable python -c code that mentions {n}" for n in names]
     risks = []
+    # a process signalling itself (a test of how its exit is reported) harms nothing else
+    own = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call) and _signals_itself(node)}
     for node in ast.walk(tree):
         dotted = _dotted(node.func) if isinstance(node, ast.Call) else _dotted(node) if isinstance(
             node, ast.Attribute) else ""
-        if not dotted:
+        if not dotted or id(node) in own or isinstance(node, ast.Call) and id(node.func) in own:
             continue
         if dotted in PY_DESTRUCTIVE or dotted.endswith((".rmtree", ".unlink", ".rmdir")):
             risks.append(f"destructive: python -c calls {dotted}")
@@ -103,6 +105,12 @@ def _python_risks(code: str, guard: CommandJudge) -> list[str]:
             mode = node.args[1].value if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) else "r"
             risks += guard.path_risk(node.args[0].value, writing=any(c in str(mode) for c in "wax+"))
     return list(dict.fromkeys(risks))
+
+
+def _signals_itself(call: ast.Call) -> bool:
+    """``os.kill(os.getpid(), ...)`` and the like: the signal goes to the process that sends it."""
+    return _dotted(call.func) in {"os.kill", "os.killpg"} and bool(call.args) and isinstance(call.args[0], ast.Call) \
+        and _dotted(call.args[0].func) in {"os.getpid", "os.getpgrp", "os.getpgid"}
 
 
 def _dotted(node: ast.AST) -> str:

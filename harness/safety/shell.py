@@ -1,9 +1,10 @@
-"""A command line to what would run, for the SafetyGuard (safety.py) to judge.
+"""A command line to what would run, for the SafetyGuard (guard.py) to judge.
 
 The shell structure is taken apart the way a shell would: lists, pipelines, subshells, substitutions
 (``$(...)``, backticks, ``<(...)``), ``sh -c`` scripts, and wrappers that run another program (``env``,
 ``timeout``, ``xargs``, ``find -exec``); what is left is each program's argv and the files its redirections
-write. ``script_lines`` finds the commands a plan's diff adds to shell scripts and Makefiles.
+write. ``script_lines`` finds the commands a plan's diff adds to shell scripts and Makefiles, and
+``script_commands`` those of a whole script a plan writes.
 """
 
 from __future__ import annotations
@@ -124,6 +125,28 @@ def is_python(name: str) -> bool:
     return bool(re.match(r"^(python|pypy)[0-9.]*$", name))
 
 
+def is_script(path: str, content: str = "") -> bool:
+    """A file whose lines a shell or make runs: ``*.sh``, a Makefile, or a shell's ``#!`` line."""
+    return bool(re.search(r"\.(sh|bash|zsh)$", path) or _is_makefile(path)
+                or re.match(r"#!\s*\S*/(env\s+)?(ba|z|da|k)?sh\b", content))
+
+
+def script_commands(path: str, content: str) -> Iterator[str]:
+    """The command lines of a script a plan writes (``is_script``): a shell script's lines, continuations
+    joined; a Makefile's recipe lines."""
+    pending = ""
+    for line in content.splitlines():
+        command = _command_of(line, makefile=_is_makefile(path))
+        if command is None:
+            continue
+        if command.endswith("\\"):
+            pending += command[:-1] + " "
+            continue
+        yield pending + command
+        pending = ""
+    if pending.strip():
+        yield pending.strip()
+
 
 def script_lines(diff: str) -> Iterator[str]:
     """Added lines of shell scripts and Makefile recipes in a unified diff: commands that will run."""
@@ -134,8 +157,18 @@ def script_lines(diff: str) -> Iterator[str]:
             continue
         if not line.startswith("+") or line.startswith("+++"):
             continue
-        body = line[1:]
-        if re.search(r"\.(sh|bash|zsh)$", path) and body.strip() and not body.lstrip().startswith("#"):
-            yield body.strip()
-        elif re.search(r"(^|/)(Makefile|GNUmakefile|[^/]*\.mk)$", path) and body.startswith("\t"):
-            yield body.strip().lstrip("@-")
+        if re.search(r"\.(sh|bash|zsh)$", path) or _is_makefile(path):
+            command = _command_of(line[1:], makefile=_is_makefile(path))
+            if command is not None:
+                yield command
+
+
+def _is_makefile(path: str) -> bool:
+    return bool(re.search(r"(^|/)(Makefile|GNUmakefile|[^/]*\.mk)$", path))
+
+
+def _command_of(line: str, *, makefile: bool) -> str | None:
+    """The command a script's line runs, or None for a blank line, a comment or a Makefile's non-recipe line."""
+    if makefile:
+        return line.strip().lstrip("@-") if line.startswith("\t") and line.strip() else None
+    return line.strip() if line.strip() and not line.lstrip().startswith("#") else None
