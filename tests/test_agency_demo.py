@@ -93,7 +93,7 @@ def test_two_cycles_the_second_retrieves_what_the_first_approved(demo: Project) 
     assert first["hello-world"]["learner"]["currentLevel"] < second["hello-world"]["learner"]["currentLevel"]
 
 
-def test_history_shows_the_gatekeepers_score_per_cycle(demo: Project, capsys: pytest.CaptureFixture[str]) -> None:
+def test_history_and_plots_show_the_gatekeepers_score_per_cycle(demo: Project, capsys: pytest.CaptureFixture[str]) -> None:
     for _ in range(2):
         demo.run(PIPELINE).assert_outcomes(passed=9)
     capsys.readouterr()
@@ -104,6 +104,10 @@ def test_history_shows_the_gatekeepers_score_per_cycle(demo: Project, capsys: py
     totals = [sum(c["gatekeeper"]["totalScore"] for c in contexts(demo, cycle).values() if "gatekeeper" in c) / 5
               for cycle in demo.cycles()]
     assert [round(row["score"] * 25, 6) for row in rows] == [round(t, 6) for t in totals]
+    # and the plot of it: the Gatekeeper's score over the cycles
+    assert harness_main(["plot", "--work-dir", str(demo.work), "--tracking-dir", str(demo.root / "tracking")]) == 0
+    plot = demo.root / "tracking" / "plots" / "score-agencycore-agency-scorecard.png"
+    assert plot.is_file() and plot.stat().st_size > 5000
 
 
 def request_for(workspace: Path, commands: list[str], level: int = 3) -> dict[str, Any]:
