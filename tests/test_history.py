@@ -57,7 +57,7 @@ def test_cli_formats(work: tuple[Path, str, str], capsys: pytest.CaptureFixture[
 
     assert main(["history", "--work-dir", str(work_dir), "--format", "csv"]) == 0
     csv = capsys.readouterr().out.splitlines()
-    assert csv[0] == "agent,rubric,cycle,items,score,pass_rate,judged,attempts,tokens,cost_usd"
+    assert csv[0] == "agent,rubric,cycle,items,score,scored,pass_rate,judged,attempts,tokens,cost_usd,cost_known"
     assert len(csv) == 5
 
     assert main(["history", "--work-dir", str(work_dir), "--rubric", "summary-quality"]) == 0

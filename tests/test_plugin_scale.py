@@ -654,7 +654,26 @@ def test_long_runs_print_progress_lines(project: Project, fake_anthropic: FakeAn
     assert progress, result.stdout.str()
     for line in progress:
         assert re.match(r"harness: [0-4]/4 cases done, \$\d+\.\d{4} spent, \d+ calls in flight, \d+ calls, "
-                        r"\d+ cache hits, tokens in/out \d+/\d+$", line), line
+                        r"\d+ cache hits, tokens in/out \d+/\d+(, about \d+ s left)?$", line), line
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")])
+def test_a_user_sees_progress_in_a_normal_run(project: Project, fake_anthropic: FakeAnthropic,
+                                              workers: tuple[str, ...]) -> None:
+    """As a user runs it: pytest in a process of its own, its output captured as a terminal shows it (pytest's
+    capture on); a slow model, so the run lasts several intervals. Under -n the controller says it."""
+    scale_project(project, many(8))
+    fake_anthropic.responder = judge()
+    fake_anthropic.latency_s = 0.5
+    result = project.run("suites/", "--harness-concurrency", "2", "-o", "harness_progress_interval=0.3", *workers,
+                         subprocess=True)
+    result.assert_outcomes(passed=8)
+    what = "items" if workers else "cases"
+    progress = [line for line in result.outlines if line.startswith("harness: ") and " done, " in line]
+    assert len(progress) >= 2, result.stdout.str()
+    for line in progress:
+        assert re.match(rf"harness: [0-8]/8 {what} done, \$\d+\.\d{{4}} spent", line), line
+    assert any(re.search(r", about \d+ s left", line) for line in progress), progress
 
 
 def test_a_progress_line_has_a_line_of_its_own_and_every_item_still_reports(

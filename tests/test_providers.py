@@ -30,6 +30,7 @@ from harness.testing.fake_openai import Reply as OpenAIReply
 from harness.testing.fake_openai import judge_responder as openai_judge
 
 GPT = ModelSettings(model="openai/gpt-4.1-mini", timeout_s=5, max_retries=0)
+LOCAL = ModelSettings(model="openai/qwen2.5-7b-instruct", timeout_s=5, max_retries=0)  # a local server's: no price
 SCHEMA = {"type": "object", "required": ["answer"], "properties": {"answer": {"type": "integer", "maximum": 10}}}
 
 
@@ -67,17 +68,25 @@ def test_usage_counts_cached_prompt_tokens_as_cache_reads_and_prices_by_the_tabl
 def test_a_model_without_a_price_records_its_tokens_and_an_unknown_cost(fake_openai: FakeOpenAI) -> None:
     fake_openai.queue(OpenAIReply.text("hi", usage={"prompt_tokens": 10, "completion_tokens": 5}))
     policy = CallPolicy()
-    reply = ModelClient(GPT, policy=policy).complete(messages=[Message.user("hello")])
+    reply = ModelClient(LOCAL, policy=policy).complete(messages=[Message.user("hello")])
 
     assert reply.cost_usd is None and reply.usage.total_tokens == 15
     assert reply.spend.cost_usd is None and reply.spend.usage.total_tokens == 15
     stats = policy.stats.snapshot()
-    assert stats["unpriced"] == 1 and stats["cost_usd"] == 0 and policy.stats.unpriced_models == ["openai/gpt-4.1-mini"]
+    assert stats["unpriced"] == 1 and stats["cost_usd"] == 0 and policy.stats.unpriced_models == [
+        "openai/qwen2.5-7b-instruct"]
+
+
+def test_current_openai_models_are_priced_dated_snapshots_as_their_alias(fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue(OpenAIReply.text("hi", usage={"prompt_tokens": 1000, "completion_tokens": 100},
+                                       model="gpt-4.1-mini-2025-04-14"))
+    reply = ModelClient(GPT, policy=CallPolicy()).complete(messages=[Message.user("hello")])
+    assert reply.cost_usd == pytest.approx((1000 * 0.40 + 100 * 1.60) / 1e6)
 
 
 def test_the_cost_cap_cannot_hold_for_a_model_without_a_price(fake_openai: FakeOpenAI) -> None:
-    with pytest.raises(ModelCallError, match="cannot hold: openai/gpt-4.1-mini has no price") as info:
-        ModelClient(GPT, policy=CallPolicy(max_cost_usd=1.0)).complete(messages=[Message.user("hello")])
+    with pytest.raises(ModelCallError, match="cannot hold: openai/qwen2.5-7b-instruct has no price") as info:
+        ModelClient(LOCAL, policy=CallPolicy(max_cost_usd=1.0)).complete(messages=[Message.user("hello")])
     assert info.value.exit_code == ExitCode.CONFIG_ERROR and fake_openai.calls == 0
 
 
@@ -351,7 +360,9 @@ def test_an_unpriced_judge_is_scored_and_its_cost_said_to_be_unknown(project: Pr
     fake_openai.responder = openai_judge()
     result = project.run("suites/")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*openai/gpt-4.1-mini has no price: its tokens are recorded, its cost is unknown*"])
+    # the judge (openai/gpt-4.1-mini) is priced; the producer (mock/echo) is not: a cost, and the part unknown
+    result.stdout.fnmatch_lines(["judged * 1 * 1 * 100% of 1 * $0.0* + unknown",
+                                 "*mock/echo has no price: its tokens are recorded, its cost is unknown*"])
     (row,) = project.runs()
     (details,) = project.rows("SELECT cost_known FROM attempt_details")
     assert details["cost_known"] == 0 and row["input_tokens"] > 0

@@ -30,7 +30,7 @@ def test_markdown_lists_failed_items_first_with_their_worst_dimensions(work: tup
     text = render_markdown(results_from_records(work_dir, [second]))
     lines = text.splitlines()
     assert lines[0] == f"## pytest-rubric · cycle {second}"
-    assert lines[2] == "**1 failed**, 2 passed · 5 attempts · $0.0500"
+    assert lines[2] == "**1 failed**, 2 passed · 5 attempts · cost $0.0500"
     rows = [line for line in lines if line.startswith("| ") and "`" in line]
     assert rows[0].startswith("| ❌ failed | `writer::case-b` | 0.69 | 0.80 | 3 | $0.0300 | **accuracy** 0.60: ")
     assert "**sources** 0.70: sources reason: scored 0.7 on attempt 3" in rows[0]

@@ -65,6 +65,14 @@ class ModelSpend:
         return {"calls": self.calls, **self.usage.as_dict(), "cost_usd": cost, "cached": self.cached}
 
 
+def shown_cost(known_usd: float, complete: bool = True) -> str:
+    """A cost as people read it, the same everywhere it is shown: ``$0.0123``; ``unknown`` when a model had no
+    price and nothing else was priced (never ``$0.0000``); ``$0.0123 + unknown`` when some of it was."""
+    if complete:
+        return f"${known_usd:.4f}"
+    return f"${known_usd:.4f} + unknown" if known_usd > 0 else "unknown"
+
+
 @dataclass
 class Spend:
     """Per-model usage and cost of a piece of work; thread-safe, ``+`` merges two.

@@ -96,7 +96,7 @@ class KindItem(pytest.Item):
         hs = harness_session(self.config)
         try:
             if hs.scheduler is not None and hs.scheduler.has(self.nodeid):
-                tick = progress_printer(self.config, hs)
+                tick = progress_printer(self.config, hs, self.nodeid)
                 result = hs.scheduler.wait(self.nodeid, on_tick=tick,
                                            tick_s=min(1.0, hs.progress_interval_s) if tick else 1.0)
             else:

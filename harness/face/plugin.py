@@ -271,6 +271,11 @@ def pytest_configure_node(node) -> None:
         import uuid
 
         config.stash[SESSION_TOKEN] = uuid.uuid4().hex
+        interval = config.stash[SETTINGS]["progress_interval_s"] if enabled(config) else 0
+        if interval > 0:  # the workers' progress lines stay on the workers: the controller prints its own
+            from harness.face.report_text import WorkersProgress
+
+            config.pluginmanager.register(WorkersProgress(config, interval), "harness-workers-progress")
     node.workerinput["harness_session_token"] = config.stash[SESSION_TOKEN]
 
 

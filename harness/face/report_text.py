@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections import Counter
@@ -9,6 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.base.usage import shown_cost
 from harness.evaluation.items.result import ItemResult
 from harness.evaluation.steps import LoopResult
 
@@ -87,6 +89,8 @@ class RubricTally:
     spreads: list[float] = field(default_factory=list)
     cached_answers: int = 0
     unscored_because: Counter[str] = field(default_factory=Counter)  # why items were not scored, how often
+    no_score: Counter[str] = field(default_factory=Counter)  # why items that ran have no score, how often
+    cost_complete: bool = True  # no item called a model without a price
     # per dimension with a scale or choices: how often the judge gave each rating or label
     answers: dict[str, Counter[str | int]] = field(default_factory=dict)
 
@@ -103,6 +107,9 @@ class RubricTally:
             self.scored += 1
         if result.score is not None:
             self.scores.append(result.score)
+        else:
+            self.no_score[result.no_score or "no score"] += 1
+        self.cost_complete = self.cost_complete and result.cost_known
         self.attempts.append(result.attempts)
         self.input_tokens += result.input_tokens
         self.output_tokens += result.output_tokens
@@ -129,10 +136,17 @@ def tally(results: Iterable[tuple[str, ItemResult | None, str]]) -> dict[str, Ru
 
 def _row(name: str, t: RubricTally) -> tuple[str, ...]:
     rate = f"{t.passed / t.scored:.0%} of {t.scored}" if t.scored else "-"
-    mean = f"{sum(t.scores) / len(t.scores):.3f}" if t.scores else "-"
     attempts = f"{sum(t.attempts) / len(t.attempts):.1f}" if t.attempts else "-"
-    return (name, str(t.items), str(t.passed), rate, mean, attempts, f"{t.input_tokens}/{t.output_tokens}",
-            f"${t.cost_usd:.4f}")
+    return (name, str(t.items), str(t.passed), rate, mean_over(t.scores, t.items), attempts,
+            f"{t.input_tokens}/{t.output_tokens}", shown_cost(t.cost_usd, t.cost_complete))
+
+
+def mean_over(scores: list[float], items: int) -> str:
+    """A mean score that says what it divides by when some items have none: ``0.820 (18/20)``."""
+    if not scores:
+        return "-"
+    mean = f"{sum(scores) / len(scores):.3f}"
+    return mean if len(scores) == items else f"{mean} ({len(scores)}/{items})"
 
 
 def summary_lines(tallies: dict[str, RubricTally]) -> list[str]:
@@ -144,6 +158,7 @@ def summary_lines(tallies: dict[str, RubricTally]) -> list[str]:
             for key in ("items", "passed", "scored", "input_tokens", "output_tokens", "cost_usd"):
                 setattr(total, key, getattr(total, key) + getattr(t, key))
             total.scores += t.scores
+            total.cost_complete = total.cost_complete and t.cost_complete
             total.attempts += t.attempts
         rows.append(_row("total", total))
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
@@ -158,6 +173,9 @@ def summary_lines(tallies: dict[str, RubricTally]) -> list[str]:
             others = len(because) - 1
             notes.append(f"{name}: {t.indeterminate} not scored (indeterminate){why}"
                          + (f" (and {others} other reason{'s' * (others != 1)}: see the items)" if others > 0 else ""))
+        if t.no_score and t.scores:
+            why = ", ".join(f"{n} {reason}" for reason, n in t.no_score.most_common())
+            notes.append(f"{name}: mean score over {len(t.scores)} of {t.items} items; the others have none ({why})")
         if t.escalated:
             notes.append(f"{name}: {t.escalated} escalated to a human")
         if t.errors:
@@ -180,20 +198,77 @@ def summary_lines(tallies: dict[str, RubricTally]) -> list[str]:
     return lines + notes
 
 
-def progress_printer(config: Any, hs: Any) -> Callable[[], None] | None:
-    """A callback for the main thread that prints a progress line at most every interval."""
+def progress_printer(config: Any, hs: Any, nodeid: str) -> Callable[[], None] | None:
+    """A callback for the main thread that prints a progress line at most every interval, through pytest's
+    terminal reporter with pytest's capture suspended: the item being waited for is in its call phase, whose
+    output pytest captures (a line written plainly there would be swallowed, as pytest's live logging avoids)."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if hs.progress_interval_s <= 0 or reporter is None:
         return None
+    capture = config.pluginmanager.get_plugin("capturemanager")
 
     def tick() -> None:
         now = time.monotonic()
         if now - hs.last_progress < hs.progress_interval_s:
             return
         hs.last_progress = now
-        reporter.write_line(hs.progress_text())
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            reporter.write_line(hs.progress_text())
+            # the item waited for gets its place again: its file (and its result after it), as after a live log
+            reporter.currentfspath = None
+            if reporter.verbosity <= 0:
+                reporter.write_fspath_result(nodeid, "")
 
     return tick
+
+
+class WorkersProgress:
+    """pytest-xdist's controller: a plain progress line every interval, from the reports the workers send (a
+    worker's own lines never reach the terminal). Registered as a plugin of the controller's session."""
+
+    def __init__(self, config: Any, interval_s: float):
+        self.config, self.interval_s = config, interval_s
+        self.total = 0
+        self.done: set[str] = set()
+        self.cost_usd = 0.0
+        self.cost_complete = True
+        self.started = self.last = time.monotonic()
+
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self.total = max(self.total, len(ids))  # every worker collects the whole session
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.nodeid in self.done or not (report.when == "call" or (report.when == "setup" and not report.passed)):
+            return
+        self.done.add(report.nodeid)
+        result = ItemResult.read(getattr(report, "user_properties", ()) or ())
+        if result is not None:
+            self.cost_usd += result.cost_usd
+            self.cost_complete = self.cost_complete and result.cost_known
+        now = time.monotonic()
+        if now - self.last < self.interval_s:
+            return
+        self.last = now
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            if getattr(getattr(reporter, "_tw", None), "width_of_current_line", 0):
+                reporter.write("\n")  # after the workers' result letters: a line of its own
+            reporter.write_line(self.text(now))
+
+    def text(self, now: float) -> str:
+        total, done = self.total, len(self.done)
+        line = f"harness: {done}/{total} items done, {shown_cost(self.cost_usd, self.cost_complete)} spent"
+        if done and total > done:
+            line += f", about {duration((now - self.started) / done * (total - done))} left"
+        return line
+
+
+def duration(seconds: float) -> str:
+    """``45 s``, ``3 min``, ``1 h 20 min``: how long, as a progress line says it."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
 
 
 def not_run_by_cost_cap(reporter: Any) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TypeVar
@@ -40,6 +41,7 @@ class CaseScheduler:
 
     def submit_all(self, jobs: list[tuple[str, Callable[[], T]]]) -> None:
         """Submit ``(key, job)`` pairs in order; pytest will ask for them in the same order."""
+        self._started = time.monotonic()
         self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(max(self._switch_interval, CASE_SWITCH_INTERVAL_S))
         self._pool = ThreadPoolExecutor(max_workers=self.max_workers, thread_name_prefix="harness-case")
@@ -71,6 +73,13 @@ class CaseScheduler:
     @property
     def done(self) -> int:
         return self._done
+
+    def seconds_left(self) -> float | None:
+        """About how long the items not done yet will take, at the pace of those done; None before one is."""
+        done, started = self._done, getattr(self, "_started", None)
+        if not done or started is None or done >= self.total:
+            return None
+        return (time.monotonic() - started) / done * (self.total - done)
 
     def shutdown(self, reason: str) -> int:
         """Stop: cancel what has not started and wait for the running cases, which stop before their

@@ -20,11 +20,13 @@ from harness.base.errors import HarnessConfigError
 from harness.base.events import AttemptFinished, Event, Events
 from harness.base.models import DEFAULT_THRESHOLD, AgentConfig, ModelSettings, Rubric, RunnerSpec, SuiteConfig
 from harness.base.stop import StopFlag
+from harness.base.usage import shown_cost
 from harness.checks import CheckParser, with_plugin_kinds
 from harness.evaluation.items import ItemKind, ItemSpec, entry_point_kinds
 from harness.evaluation.items import with_plugin_kinds as with_plugin_item_kinds
 from harness.evaluation.runners import Runner
 from harness.evaluation.steps import ItemRun
+from harness.face.report_text import duration
 from harness.face.scheduler import CaseScheduler
 from harness.llm import CallPolicy, ModelClient
 from harness.loading import load_rubric, load_suite
@@ -128,14 +130,22 @@ class HarnessSession:
                               cause="cost_cap")
 
     def progress_text(self) -> str:
+        """One line: items done of all, the spend (``unknown`` while an unpriced model is in it), the model calls
+        (in flight, made, replayed from the cache), rate-limit waits, and about how long the rest will take."""
         done = self.scheduler.done if self.scheduler else 0
         total = self.scheduler.total if self.scheduler else 0
-        text = f"harness: {done}/{total} cases done, ${self.spent_usd:.4f} spent"
+        unpriced = bool(self._policy.stats.unpriced_models) if self._policy is not None else False
+        text = f"harness: {done}/{total} cases done, {shown_cost(self.spent_usd, not unpriced)} spent"
         stats = self.call_stats()
         if stats:
             text += (f", {stats.get('in_flight', 0)} calls in flight, {stats.get('calls', 0)} calls, "
                      f"{stats.get('cache_hits', 0)} cache hits, tokens in/out "
                      f"{stats.get('input_tokens', 0)}/{stats.get('output_tokens', 0)}")
+            if stats.get("rate_wait_s"):
+                text += f", {stats['rate_wait_s']:.1f} s waited for rate limits"
+        left = self.scheduler.seconds_left() if self.scheduler else None
+        if left is not None:
+            text += f", about {duration(left)} left"
         if self.batch_status:
             text += f"; {self.batch_status}"
         return text

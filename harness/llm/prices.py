@@ -28,16 +28,32 @@ class Price(NamedTuple):
     cache_read: float
 
 
-# The default table: USD per million tokens (input, output, cache write (5 min), cache read).
+# The default table: USD per million tokens (input, output, cache write (5 min), cache read), from the providers'
+# price pages. OpenAI charges nothing extra to write its prompt cache: its cache write is its input price.
 PRICES_PER_MTOK: dict[str, Price] = {
     "claude-sonnet-4-6": Price(3.0, 15.0, 3.75, 0.30),
     "claude-sonnet-4-5": Price(3.0, 15.0, 3.75, 0.30),
+    "claude-sonnet-4": Price(3.0, 15.0, 3.75, 0.30),
+    "claude-3-7-sonnet": Price(3.0, 15.0, 3.75, 0.30),
     "claude-opus-4-6": Price(5.0, 25.0, 6.25, 0.50),
     "claude-opus-4-5": Price(5.0, 25.0, 6.25, 0.50),
+    "claude-opus-4-1": Price(15.0, 75.0, 18.75, 1.50),
+    "claude-opus-4": Price(15.0, 75.0, 18.75, 1.50),
     "claude-haiku-4-5": Price(1.0, 5.0, 1.25, 0.10),
+    "claude-3-5-haiku": Price(0.80, 4.0, 1.0, 0.08),
+    "openai/gpt-5": Price(1.25, 10.0, 1.25, 0.125),
+    "openai/gpt-5-mini": Price(0.25, 2.0, 0.25, 0.025),
+    "openai/gpt-5-nano": Price(0.05, 0.40, 0.05, 0.005),
+    "openai/gpt-4.1": Price(2.0, 8.0, 2.0, 0.50),
+    "openai/gpt-4.1-mini": Price(0.40, 1.60, 0.40, 0.10),
+    "openai/gpt-4.1-nano": Price(0.10, 0.40, 0.10, 0.025),
+    "openai/gpt-4o": Price(2.50, 10.0, 2.50, 1.25),
+    "openai/gpt-4o-mini": Price(0.15, 0.60, 0.15, 0.075),
+    "openai/o3": Price(2.0, 8.0, 2.0, 0.50),
+    "openai/o4-mini": Price(1.10, 4.40, 1.10, 0.275),
 }
 BATCH_DISCOUNT = 0.5  # Message Batches cost half the price of direct calls, every token kind
-_DATED_SNAPSHOT = re.compile(r"^(?P<alias>.+)-\d{8}$")
+_DATED_SNAPSHOT = re.compile(r"^(?P<alias>.+)-(?:\d{8}|\d{4}-\d{2}-\d{2})$")  # Anthropic's and OpenAI's dates
 _PRICE_FIELDS = Price._fields
 
 
@@ -45,7 +61,7 @@ def _price_key(model: str, table: Mapping[str, Price] | None = None) -> str | No
     table = PRICES_PER_MTOK if table is None else table
     if model in table:
         return model
-    match = _DATED_SNAPSHOT.match(model)  # "claude-sonnet-4-5-20250929" is priced as its alias
+    match = _DATED_SNAPSHOT.match(model)  # "claude-sonnet-4-5-20250929", "openai/gpt-4.1-2025-04-14": as their alias
     if match and match.group("alias") in table:
         return match.group("alias")
     return None

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from harness.apps.tracking.results import ReportItem
 from harness.base.fileio import append_text, atomic_write_text
+from harness.base.usage import shown_cost
 from harness.face.report_text import VERDICTS
 
 REASON_LIMIT = 90
@@ -46,10 +47,10 @@ def summary_counts(results: Sequence[ReportItem]) -> str:
     counts = {word: sum(r.verdict == word for r in results) for word in VERDICTS}
     parts = [f"**{n} {word}**" if word == "failed" else f"{n} {word}" for word, n in counts.items() if n]
     attempts = sum(r.attempts for r in results)
-    cost = sum(r.cost_usd for r in results)
+    cost = shown_cost(sum(r.cost_usd for r in results), all(r.cost_known for r in results))
     cached = sum(r.cached_answers for r in results)
     replayed = f" · {cached} model answer{'s' * (cached != 1)} from the response cache" if cached else ""
-    return f"{', '.join(parts) or 'no items'} · {attempts} attempts · ${cost:.4f}{replayed}"
+    return f"{', '.join(parts) or 'no items'} · {attempts} attempts · cost {cost}{replayed}"
 
 
 def render_markdown(results: Sequence[ReportItem], *, title: str = "pytest-rubric",
@@ -66,8 +67,8 @@ def render_markdown(results: Sequence[ReportItem], *, title: str = "pytest-rubri
     for r in results:
         worst = "; ".join(f"**{name}** {score:.2f}: {_cell(reason, 70)}" for name, score, reason in
                           r.worst_dimensions()) if (r.failed or r.outcome != "passed") else ""
-        lines.append(f"| {_status(r)} | `{_cell(r.name, 80)}` | {_score(r.score)} | {_score(r.threshold)} | "
-                     f"{r.attempts} | ${r.cost_usd:.4f} | {worst} |")
+        lines.append(f"| {_status(r)} | `{_cell(r.name, 80)}` | {r.shown_score} | {_score(r.threshold)} | "
+                     f"{r.attempts} | {r.cost} | {worst} |")
     regressions = [r for r in results if r.regression is not None]
     if regressions:
         lines += ["", f"### Regressions against {baseline or 'the baseline'}", "",

@@ -151,9 +151,9 @@ def _item_html(result: ReportItem, attempts: pd.DataFrame, work_dir: Path) -> st
     anchor = "item-" + "".join(c if c.isalnum() else "-" for c in result.nodeid)
     head = (f'<section class="item {kind}" id="{_e(anchor)}" data-nodeid="{_e(result.nodeid)}">'
             f'<h3>{_e(result.name)} <span class="badge {_e(status)}">{_e(status)}</span></h3>'
-            f'<p class="muted">{_e(result.nodeid)} · rubric {_e(result.rubric or "?")} · score {_score(result.score)} '
+            f'<p class="muted">{_e(result.nodeid)} · rubric {_e(result.rubric or "?")} · score {_e(result.shown_score)} '
             f'/ threshold {_score(result.threshold)} · {result.attempts} attempt{"s" if result.attempts != 1 else ""} · '
-            f'${result.cost_usd:.4f} · {result.tokens} tokens</p>')
+            f'cost {_e(result.cost)} · {result.tokens} tokens</p>')
     parts = [head]
     if result.regression is not None:
         parts.append('<p class="regression">Regression against the baseline: '
@@ -233,8 +233,8 @@ def render_html(work_dir: Path, cycles: list[str], results: Sequence[ReportItem]
             status = _status(r).split(" ", 1)[-1]
             parts.append(f'<tr class="{_e(status)}"><td><span class="badge {_e(status)}">{_e(status)}</span></td>'
                          f'<td><a href="#{_e(anchor)}">{_e(r.name)}</a></td>'
-                         f'<td class="num">{_score(r.score)}</td><td class="num">{_score(r.threshold)}</td>'
-                         f'<td class="num">{r.attempts}</td><td class="num">${r.cost_usd:.4f}</td>'
+                         f'<td class="num">{_e(r.shown_score)}</td><td class="num">{_score(r.threshold)}</td>'
+                         f'<td class="num">{r.attempts}</td><td class="num">{_e(r.cost)}</td>'
                          f"<td>{_e(worst)}</td></tr>")
         parts.append("</tbody></table>")
     else:

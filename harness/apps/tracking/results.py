@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.apps.tracking.compare import Regression
-from harness.evaluation.items.result import ItemResult, number_or_none
+from harness.base.usage import shown_cost
+from harness.evaluation.items.result import ItemResult, number_or_none, why_no_score
 from harness.face.report_text import default_verdict
 
 
@@ -26,7 +27,8 @@ class ReportItem:
     score: float | None = None
     threshold: float | None = None
     attempts: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float = 0.0  # of the models with a price
+    cost_known: bool = True  # no model it called lacked a price: cost_usd is the whole cost
     tokens: int = 0
     agent: str | None = None
     case: str | None = None
@@ -47,6 +49,16 @@ class ReportItem:
     def failed(self) -> bool:
         """Red in a report: pytest failed it."""
         return self.verdict == "failed"
+
+    @property
+    def cost(self) -> str:
+        """Its cost as people read it: a number, ``unknown``, or a number ``+ unknown``."""
+        return shown_cost(self.cost_usd, self.cost_known)
+
+    @property
+    def shown_score(self) -> str:
+        """Its score, or why it has none."""
+        return f"{self.score:.2f}" if self.score is not None else f"none: {why_no_score(self.outcome)}"
 
     @property
     def name(self) -> str:
@@ -77,7 +89,8 @@ def from_user_properties(nodeid: str, properties: Iterable[tuple[str, Any]],
         return None
     return ReportItem(
         nodeid=nodeid, outcome=result.outcome, score=result.score, threshold=result.threshold,
-        attempts=result.attempts, cost_usd=result.cost_usd, tokens=result.tokens, agent=result.agent,
+        attempts=result.attempts, cost_usd=result.cost_usd, cost_known=result.cost_known, tokens=result.tokens,
+        agent=result.agent,
         case=result.case, rubric=result.rubric, cycle=result.cycle, artifact=result.artifact,
         dimensions=result.dimensions, test_outcome=test_outcome, cached_answers=result.cached_answers,
         regression=Regression.from_json(result.regression) if result.regression else None,
@@ -93,7 +106,8 @@ def results_from_records(work_dir: Path, cycles: list[str]) -> list[ReportItem]:
     for row in items.itertuples(index=False):
         out.append(ReportItem(
             nodeid=row.nodeid, outcome=row.outcome, score=number_or_none(row.overall_score), threshold=number_or_none(row.threshold),
-            attempts=int(row.attempts), cost_usd=float(row.cost_usd), tokens=int(row.tokens), agent=row.agent_name,
+            attempts=int(row.attempts), cost_usd=float(row.cost_usd), cost_known=bool(row.cost_known),
+            tokens=int(row.tokens), agent=row.agent_name,
             case=row.case_id, rubric=row.rubric_name, cycle=row.cycle_id, artifact=row.artifact_path,
             dimensions=row.dimensions or {}, test_outcome=row.verdict, cached_answers=int(row.cached_answers),
         ))

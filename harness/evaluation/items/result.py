@@ -95,8 +95,8 @@ class ItemResult:
                 value = json.dumps(value)
             elif spec.name == "unconfined":
                 value = ",".join(value)
-            elif spec.name == "cost_usd":
-                value = round(value, 6)
+            elif spec.name == "cost_usd":  # a number, or "unknown": never $0 for a model with no price
+                value = round(value, 6) if self.cost_known or value > 0 else "unknown"
             out.append((PREFIX + spec.name, value))
         return out
 
@@ -145,6 +145,16 @@ class ItemResult:
         return sorted(model for model, spent in (self.models or {}).items() if spent.get("cost_usd") is None)
 
     @property
+    def cost_known(self) -> bool:
+        """Whether ``cost_usd`` is the whole cost: no model it called lacked a price."""
+        return not self.unpriced_models
+
+    @property
+    def no_score(self) -> str | None:
+        """Why an item that ran has no score, in a few words (None when it has one)."""
+        return None if self.score is not None else why_no_score(self.outcome, self.unscored)
+
+    @property
     def spread(self) -> float | None:
         return max(self.samples) - min(self.samples) if self.samples else None
 
@@ -183,9 +193,29 @@ def _decode(name: str, raw: Any) -> Any:
             return int(raw)
         except (TypeError, ValueError):
             return 0
+    if name == "cost_usd":  # "unknown" reads as nothing priced (``models`` says which had no price)
+        return number_or_none(raw) or 0.0
     if name in _FLOATS:
         return number_or_none(raw)
     return raw
+
+
+NO_SCORE = {  # why an item that ran has no score, by its outcome
+    "failed": "the checks decided it before judging",
+    "passed": "the checks decided it before judging",  # or, a kind whose items no rubric scores, nothing did
+    "error": "an error ended it before scoring",
+    "validation_failed": "an output failed validation",
+    "escalated": "escalated before scoring",
+    "interrupted": "interrupted before scoring",
+}
+
+
+def why_no_score(outcome: str, unscored: str | None = None) -> str:
+    """Why an item with ``outcome`` has no score: nobody could score it (``unscored``, an indeterminate item's
+    reason), or what ended it first."""
+    if outcome == "indeterminate":
+        return (unscored or "not scored").removeprefix("not scored (indeterminate): ")
+    return NO_SCORE.get(outcome, outcome)
 
 
 def number_or_none(value: Any) -> float | None:
