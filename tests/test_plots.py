@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
 from PIL import Image
 from test_tracking_support import record_item, two_cycles
@@ -63,7 +64,7 @@ def assert_readable(fig: Figure) -> None:
         assert box.x0 >= fig_box.x0 - 1 and box.x1 <= fig_box.x1 + 1, "text cut at the figure's edge"
 
 
-def test_write_plots_writes_the_three_kinds_as_png_and_svg(tmp_path: Path) -> None:
+def test_write_plots_writes_the_four_kinds_as_png_and_svg(tmp_path: Path) -> None:
     work_dir = tmp_path / "WORK"
     two_cycles(work_dir)
     append_raw_data(tmp_path / "tracking" / "raw_data.json", raw_entries())
@@ -71,7 +72,7 @@ def test_write_plots_writes_the_three_kinds_as_png_and_svg(tmp_path: Path) -> No
     names = sorted(p.name for p in written)
     assert names == sorted(f"{stem}.{fmt}" for fmt in ("png", "svg") for stem in (
         "score-writer-summary-quality", "score-planner-plan-quality", "dimensions-summary-quality",
-        "dimensions-plan-quality", "trajectories-speed"))
+        "dimensions-plan-quality", "heatmap-summary-quality", "heatmap-plan-quality", "trajectories-speed"))
     assert all(p.parent == tmp_path / "tracking" / "plots" for p in written)
     for path in written:
         if path.suffix == ".png":
@@ -90,7 +91,9 @@ def test_score_plot_shows_threshold_spread_and_outcomes(tmp_path: Path) -> None:
     items = items_frame(attempts_frame(work_dir))
     writer = items[items.agent_name == "writer"]
     fig = plots._score_figure(writer, "writer", "summary-quality")
-    assert legend_texts(fig) == ["spread (items, samples)", "mean score", "threshold", "item passed", "item failed"]
+    # revisions raised the scores: the first attempts' mean is drawn beside the final one
+    assert legend_texts(fig) == ["spread (items, samples)", "mean score", "mean of first attempts", "threshold",
+                                 "item passed", "item failed"]
     assert_readable(fig)
     planner = items[items.agent_name == "planner"]  # one item, no samples: no spread band, no "failed" entry
     assert legend_texts(plots._score_figure(planner, "planner", "plan-quality")) == [
@@ -214,7 +217,59 @@ def test_cli_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     append_raw_data(tmp_path / "tracking" / "raw_data.json", raw_entries(None))
     assert main(["plot", "--work-dir", str(work_dir), "--tracking-dir", str(tmp_path / "tracking")]) == 0
     printed = capsys.readouterr().out.split()
-    assert len(printed) == 10 and all(Path(p).exists() for p in printed)
+    assert len(printed) == 14 and all(Path(p).exists() for p in printed)
 
     assert main(["plot", "--work-dir", str(tmp_path / "nothing"), "--tracking-dir", str(tmp_path / "none")]) == 66
     assert "nothing to plot" in capsys.readouterr().err
+
+
+def test_items_with_no_score_sit_on_the_floor_counted_and_a_cycle_with_none_says_why(tmp_path: Path) -> None:
+    store = RecordStore(tmp_path / "WORK")
+    first = store.allocate_cycle(dt.date(2026, 2, 1))
+    record_item(store, first, "writer", "case-a", [{"accuracy": 0.9, "clarity": 0.9, "sources": 0.9}])
+    record_item(store, first, "writer", "case-b", [{"accuracy": 0.9, "clarity": 0.9, "sources": 0.9}])
+    record_item(store, first, "writer", "case-c", [{"accuracy": None, "clarity": 0.9, "sources": 0.9}])
+    items = items_frame(attempts_frame(tmp_path / "WORK"))
+    fig = plots._score_figure(items, "writer", "summary-quality")
+    assert_readable(fig)
+    assert "no score (on the floor)" in legend_texts(fig)
+    (ax,) = fig.axes
+    texts = [t.get_text() for t in ax.texts]
+    assert "1 no score" in texts
+    # the mean line is the two scored items' mean, not pulled down by the unscored one
+    mean_line = next(line for line in ax.lines if line.get_linewidth() == 2)
+    assert list(mean_line.get_ydata()) == [pytest.approx(0.9)]
+    points = [c for c in ax.collections if isinstance(c, PathCollection)]
+    floor = [c for c in points if all(y == 0.0 for _, y in c.get_offsets())]
+    assert len(floor) == 1 and len(floor[0].get_offsets()) == 1
+    # two scored items of one cycle stand side by side, not on top of each other
+    scored = [c for c in points if len(c.get_offsets()) == 2]
+    xs = [x for x, _ in scored[0].get_offsets()]
+    assert xs[0] != xs[1]
+
+    nothing = store.allocate_cycle(dt.date(2026, 2, 2))
+    record_item(store, nothing, "planner", "plan-1", [{"accuracy": None, "clarity": 0.9, "sources": 0.9}],
+                rubric="plan-quality")
+    planner = items_frame(attempts_frame(tmp_path / "WORK"))
+    fig = plots._score_figure(planner[planner.agent_name == "planner"], "planner", "plan-quality")
+    (ax,) = fig.axes
+    message = next(t.get_text() for t in ax.texts if t.get_text().startswith("no item was scored"))
+    assert "1 " in message.splitlines()[1]
+    assert "mean score" not in legend_texts(fig)
+
+
+def test_heatmap_puts_the_lowest_dimension_on_top_and_writes_each_cell(tmp_path: Path) -> None:
+    store = RecordStore(tmp_path / "WORK")
+    for day in range(3):
+        cycle = store.allocate_cycle(dt.date(2026, 3, 1 + day))
+        record_item(store, cycle, "writer", "case-a", [{"accuracy": 0.9, "clarity": 0.5 + day / 10,
+                                                        "sources": None if day == 1 else 0.3}])
+    dims = plots.dimensions_frame(items_frame(attempts_frame(tmp_path / "WORK")))
+    fig = plots._heatmap_figure(dims, "summary-quality")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["sources", "clarity", "accuracy"]
+    cells = [t.get_text() for t in ax.texts]
+    assert cells[:3] == ["0.30", "none", "0.30"] and cells[3:6] == ["0.50", "0.60", "0.70"]
+    assert legend_texts(fig) == ["blank: no score"]
+    fig.canvas.draw()
+    assert ax.get_title() and ax.get_xlabel() == "cycle"

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 from jsonschema import Draft202012Validator
 
-from harness.apps.tournament import critic, schemas, stats
+from harness.apps.tournament import critic, schemas
 from harness.apps.tournament.benchmark import SealedManifest, SealedPaths
 from harness.apps.tournament.confine import GoalSandbox
 from harness.apps.tournament.costs import cost_record, cost_said, no_cost, total_cost
@@ -22,6 +22,7 @@ from harness.apps.tournament.executors import ModelExecutor
 from harness.apps.tournament.gitops import GitRepo
 from harness.apps.tournament.ideas import list_ideas
 from harness.apps.tournament.testing import goal_repo, synth_goal_md
+from harness.base import stats
 from harness.base.jsonschemas import contract, contract_errors
 from harness.base.usage import Spend, Usage
 from harness.loading.goal_file import load_goal

@@ -243,8 +243,9 @@ def test_plot_option_writes_plots(project: pytest.Pytester) -> None:
     result.assert_outcomes(passed=2)
     names = sorted(p.name for p in (project.path / "tracking" / "plots").iterdir())
     assert names == ["dimensions-summary-quality.png", "dimensions-summary-quality.svg",
+                     "heatmap-summary-quality.png", "heatmap-summary-quality.svg",
                      "score-writer-summary-quality.png", "score-writer-summary-quality.svg"]
-    result.stdout.fnmatch_lines(["harness: 4 plots: */tracking/plots"])
+    result.stdout.fnmatch_lines(["harness: 6 plots: */tracking/plots"])
 
 
 def test_inert_without_our_items(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:

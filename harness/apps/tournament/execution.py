@@ -8,7 +8,7 @@ from __future__ import annotations
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from harness.apps.tournament import critic, plausibility, stats
+from harness.apps.tournament import critic, plausibility
 from harness.apps.tournament.benchmark import SealedManifest
 from harness.apps.tournament.context import Context, fmt
 from harness.apps.tournament.costs import no_cost
@@ -16,6 +16,7 @@ from harness.apps.tournament.executors import ChangeOutcome, executor_kind, make
 from harness.apps.tournament.failures import RUN_CATEGORY, failure_analysis
 from harness.apps.tournament.gitops import GitError
 from harness.apps.tournament.models import ExecutorResult, Measurement, Plan, RegressionCheck, ResultStatus
+from harness.base import stats
 from harness.safety import SafetyGuard
 from harness.apps.tournament.schemas import write_record
 from harness.apps.tournament.state import BaselineRuns, ExecutorEntry, IterationState

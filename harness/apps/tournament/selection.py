@@ -4,7 +4,7 @@ re-run at the merge commit and reverted when the gain does not hold there."""
 
 from __future__ import annotations
 
-from harness.apps.tournament import plausibility, stats
+from harness.apps.tournament import plausibility
 from harness.apps.tournament.benchmark import SealedManifest
 from harness.apps.tournament.context import Context, fmt
 from harness.apps.tournament.execution import load_results
@@ -12,6 +12,7 @@ from harness.apps.tournament.gitops import GitError
 from harness.apps.tournament.models import ExecutorResult, Plan
 from harness.apps.tournament.state import Decision, IterationState, Outcome, PostMerge, Winner
 from harness.apps.tournament.store import now_iso, read_plan
+from harness.base import stats
 from harness.base.errors import HarnessError
 
 

@@ -11,6 +11,7 @@ Cycle ids (``YYYY-MM-DD-NNN``) sort in time order, so every frame is sorted by c
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,7 @@ SCORE_COLUMNS = ("overall_score", "rubric_name", "dimensions", "threshold")
 def items_frame(attempts: pd.DataFrame) -> pd.DataFrame:
     """One row per (cycle, item): the final attempt's fields plus ``attempts``, ``tokens`` and
     ``cost_usd`` summed over all of the item's attempts, and ``passed`` (the final outcome)."""
-    columns = [*ATTEMPT_COLUMNS, "attempts", "tokens", "passed"]
+    columns = [*ATTEMPT_COLUMNS, "attempts", "tokens", "passed", "first_score"]
     if attempts.empty:
         return pd.DataFrame(columns=columns)
     keys = ["cycle_id", "nodeid"]
@@ -83,6 +84,12 @@ def items_frame(attempts: pd.DataFrame) -> pd.DataFrame:
         **{f"{c}_total": (c, "sum") for c in TOKEN_COLUMNS},
     )
     items = final.join(totals)
+    # attempt 1's score beside the final one: what the revisions added (of the run that scores the item, for an
+    # item of several runs)
+    firsts = ordered[ordered["attempt"] == 1].groupby([*keys, "case_id"], sort=True).head(1).set_index(
+        [*keys, "case_id"])["overall_score"]
+    scoring_run = {key: (scored if key in scored.index else final).at[key, "case_id"] for key in final.index}
+    items["first_score"] = [firsts.get((*key, scoring_run[key]), math.nan) for key in items.index]
     items["cost_usd"] = items.pop("cost_total")
     items["cached_answers"] = items.pop("cached_total").fillna(0).astype(int)
     items["cost_known"] = items.pop("cost_known_all").astype(bool)

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
+import numpy as np
 import pandas as pd
 from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -28,6 +30,7 @@ from matplotlib.ticker import MaxNLocator
 
 from harness.apps.tracking.frames import attempts_frame, dimensions_frame, items_frame
 from harness.apps.tracking.rawdata import RawDataEntry, read_raw_data
+from harness.evaluation.items.result import why_no_score
 from harness.loading.goal_file import goal_metrics
 
 PLOTS_DIR = "plots"
@@ -41,6 +44,8 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#1
            "#bcbd22", "#d62728", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173")
 PASS_COLOUR, FAIL_COLOUR, THRESHOLD_COLOUR = "#2ca02c", "#d62728", "#d62728"
 MAX_CYCLE_LABELS = 8
+MAX_HEATMAP_NUMBERS = 240  # cells beyond this are too small to hold a number
+HEATMAP_COLOURS = "RdYlGn"  # red low, green high: the reading every score table already uses
 LOG_SCALE_RATIO = 20  # positive scores spanning this factor get a log axis: the small ones would sit on it
 
 
@@ -222,41 +227,67 @@ def plot_scores(items: pd.DataFrame, out_dir: Path) -> list[Path]:
 
 
 def _score_figure(group: pd.DataFrame, agent: str, rubric: str) -> Figure:
+    """The mean final score per cycle, each item's (spread sideways, so equal scores do not hide each other), the
+    mean of first attempts where revisions changed it, the threshold; an item with no score sits on the floor,
+    marked and counted, and a figure with no score at all says why."""
     cycles = sorted(group["cycle_id"].unique())
     fig = _figure(max(7.0, min(14.0, 4 + 0.6 * len(cycles))), 4.8)
     ax = fig.add_subplot()
-    means, lows, highs, thresholds = [], [], [], []
-    several = False
+    means, firsts, lows, highs, thresholds = [], [], [], [], []
+    several = revised = False
     outcomes: set[bool] = set()
+    unscored: Counter[str] = Counter()
     for x, cycle in enumerate(cycles):
         rows = group[group["cycle_id"] == cycle]
-        known = rows[rows["overall_score"].notna()]  # NaN: the verdict is not known
+        known = rows[rows["overall_score"].notna()]  # NaN: the verdict is not known, or the checks decided it
         scores = [float(s) for s in known["overall_score"]]
         values = list(scores)
         for samples in rows["samples"]:
             values += [float(s) for s in samples or [] if s is not None]
         several |= len(values) > 1
         means.append(sum(scores) / len(scores) if scores else math.nan)
+        first = [float(f) for f in known.get("first_score", known["overall_score"]) if f == f]
+        firsts.append(sum(first) / len(first) if first else math.nan)
+        revised |= bool(first) and abs(firsts[-1] - means[-1]) > 1e-9
         lows.append(min(values) if values else math.nan)
         highs.append(max(values) if values else math.nan)
         thresholds.append(float(rows["threshold"].mean()))
         passed = known["passed"].tolist()
         outcomes.update(passed)
-        ax.scatter([x] * len(scores), scores, s=30, zorder=5, alpha=0.75, edgecolors="white", linewidths=0.5,
+        ax.scatter(_spread(x, len(scores)), scores, s=30, zorder=5, alpha=0.75, edgecolors="white", linewidths=0.5,
                    color=[PASS_COLOUR if p else FAIL_COLOUR for p in passed])
+        missing = rows[rows["overall_score"].isna()]
+        if len(missing):
+            failed = [p == 0.0 for p in missing["passed"]]
+            ax.scatter(_spread(x, len(missing)), [0.0] * len(missing), s=36, marker="x", zorder=5, clip_on=False,
+                       color=[FAIL_COLOUR if f else "#7f7f7f" for f in failed])
+            ax.annotate(f"{len(missing)} no score", (x, 0.0), xytext=(0, 7), textcoords="offset points",
+                        ha="center", fontsize=8, color="#555555")
+            unscored.update(why_no_score(o) for o in missing["outcome"])
     xs = list(range(len(cycles)))
     handles: list = []
     if several:
         ax.fill_between(xs, lows, highs, color="#1f77b4", alpha=0.15, linewidth=0, zorder=1)
         handles.append(Patch(color="#1f77b4", alpha=0.15, label="spread (items, samples)"))
     ax.plot(xs, means, color="#1f77b4", marker="o", markersize=4, linewidth=2, zorder=4)
-    handles.append(Line2D([], [], color="#1f77b4", marker="o", markersize=4, linewidth=2, label="mean score"))
+    if any(m == m for m in means):
+        handles.append(Line2D([], [], color="#1f77b4", marker="o", markersize=4, linewidth=2, label="mean score"))
+    if revised:
+        ax.plot(xs, firsts, color="#7f7f7f", marker="o", markersize=3, linewidth=1.2, linestyle=":", zorder=3)
+        handles.append(Line2D([], [], color="#7f7f7f", marker="o", markersize=3, linestyle=":",
+                              label="mean of first attempts"))
     edges = [x - 0.5 for x in xs] + [xs[-1] + 0.5]
     ax.stairs(thresholds, edges, baseline=None, color=THRESHOLD_COLOUR, linestyle="--", linewidth=1.3, zorder=2)
     handles.append(Line2D([], [], color=THRESHOLD_COLOUR, linestyle="--", label="threshold"))
     for outcome, colour, label in ((True, PASS_COLOUR, "item passed"), (False, FAIL_COLOUR, "item failed")):
         if outcome in outcomes:
             handles.append(Line2D([], [], marker="o", linestyle="", color=colour, alpha=0.75, label=label))
+    if unscored:
+        handles.append(Line2D([], [], marker="x", linestyle="", color="#555555", label="no score (on the floor)"))
+    if not any(m == m for m in means):  # nothing to draw a line through: say why, not an empty frame
+        why = "; ".join(f"{n} {reason}" for reason, n in unscored.most_common()) or "no item"
+        ax.text(0.5, 0.55, f"no item was scored\n{why}", transform=ax.transAxes, ha="center", va="center",
+                fontsize=10, color="#555555", wrap=True)
     _cycle_axis(ax, cycles)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("overall score")
@@ -264,6 +295,13 @@ def _score_figure(group: pd.DataFrame, agent: str, rubric: str) -> Figure:
     ax.grid(True, axis="y", alpha=0.3)
     fig.legend(handles=handles, loc="outside right upper", frameon=False)
     return fig
+
+
+def _spread(x: int, count: int, width: float = 0.3) -> list[float]:
+    """``count`` positions around ``x``, evenly across ``width``: points of one cycle side by side."""
+    if count <= 1:
+        return [float(x)] * count
+    return [x - width / 2 + width * i / (count - 1) for i in range(count)]
 
 
 # --- dimensions over cycles ------------------------------------------------------------------
@@ -277,7 +315,41 @@ def plot_dimensions(items: pd.DataFrame, out_dir: Path) -> list[Path]:
         return written
     for rubric, group in dims.groupby("rubric_name", sort=True):
         written += _save(_dimension_figure(group, rubric), Path(out_dir), f"dimensions-{slug(rubric)}")
+        written += _save(_heatmap_figure(group, rubric), Path(out_dir), f"heatmap-{slug(rubric)}")
     return written
+
+
+def _dimension_order(means: pd.DataFrame) -> list[str]:
+    """The dimensions, lowest latest mean first (a dimension with no latest score last): where to look first."""
+    latest = means.ffill().iloc[-1] if len(means) else pd.Series(dtype=float)
+    return sorted(means.columns, key=lambda d: (latest[d] if d in latest and latest[d] == latest[d] else math.inf,
+                                                d))
+
+
+def _heatmap_figure(group: pd.DataFrame, rubric: str) -> Figure:
+    """Dimension x cycle, each cell the mean score written in it: which dimension moved when, at a glance. The
+    lowest dimension is the top row; a cell with no score is left blank and says so."""
+    cycles = sorted(group["cycle_id"].unique())
+    means = group.pivot_table(index="cycle_id", columns="dimension", values="score", aggfunc="mean").reindex(cycles)
+    order = _dimension_order(means)
+    grid = means[order].T.to_numpy(dtype=float) if order else np.full((1, len(cycles)), np.nan)
+    fig = _figure(max(7.0, min(16.0, 3.5 + 0.75 * len(cycles))), max(4.2, 1.6 + 0.45 * len(order)))
+    ax = fig.add_subplot()
+    image = ax.imshow(np.ma.masked_invalid(grid), cmap=HEATMAP_COLOURS, vmin=0.0, vmax=1.0, aspect="auto",
+                      interpolation="nearest")
+    if len(cycles) * len(order) <= MAX_HEATMAP_NUMBERS:  # numbers in the cells while they stay legible
+        for (row, column), value in np.ndenumerate(grid):
+            ax.text(column, row, "none" if value != value else f"{value:.2f}", ha="center", va="center",
+                    fontsize=8, color="#555555" if value != value else ("white" if value < 0.3 else "black"))
+    _cycle_axis(ax, cycles)
+    ax.set_yticks(range(len(order)), order)
+    ax.set_ylabel("dimension (lowest latest first)")
+    ax.set_title(f"{rubric}: mean dimension score by cycle")
+    fig.colorbar(image, ax=ax, label="mean score", fraction=0.05, pad=0.02)
+    if np.isnan(grid).any():
+        fig.legend(handles=[Patch(facecolor="white", edgecolor="#999999", label="blank: no score")],
+                   loc="outside right lower", frameon=False, fontsize=8)
+    return fig
 
 
 def _dimension_figure(group: pd.DataFrame, rubric: str) -> Figure:
@@ -285,8 +357,7 @@ def _dimension_figure(group: pd.DataFrame, rubric: str) -> Figure:
     means = group.pivot_table(index="cycle_id", columns="dimension", values="score", aggfunc="mean").reindex(cycles)
     weights = group.groupby("dimension")["weight"].last()
     latest = means.ffill().iloc[-1] if len(means) else pd.Series(dtype=float)
-    order = sorted(means.columns, key=lambda d: (latest.get(d, math.inf) if latest.get(d) == latest.get(d)
-                                                 else math.inf, d))
+    order = _dimension_order(means)
     fig = _figure(max(7.5, min(14.0, 4.5 + 0.6 * len(cycles))), 4.8)
     ax = fig.add_subplot()
     colours = {dim: PALETTE[i % len(PALETTE)] for i, dim in enumerate(order)}

@@ -1,7 +1,13 @@
-"""Noise-aware acceptance: the spread of repeated baseline runs, a minimum effect, and a significance
-test (an exact Mann-Whitney U permutation test, or a bootstrap interval) on interleaved fresh samples.
+"""The statistics of every comparison the harness makes, in one place.
 
-Everything is in "gain" units: positive means better in the metric's direction.
+The tournament's noise-aware acceptance: the spread of repeated baseline runs, a minimum effect, and a
+significance test (an exact Mann-Whitney U permutation test, or a bootstrap interval) on interleaved fresh
+samples; everything there is in "gain" units, positive meaning better in the metric's direction.
+
+The comparisons of variants, cycles and pairs of outputs (docs/comparisons.md): a mean with its bootstrap
+interval, a paired test over the cases two runs share (an exact sign-flip permutation test of the mean
+difference), and the Wilson interval of a rate (a pass rate, a win rate). Every random draw is seeded: the same
+scores give the same interval on every run and every machine.
 """
 
 from __future__ import annotations
@@ -165,3 +171,122 @@ def decide(baseline_gain_samples: list[float], candidate_gain_samples: list[floa
     return Decision(accepted=effect_ok and sig.significant, decided_by=decided_by, gain=gain, min_effect=min_effect,
                     spread=noise_spread, test=test, p_value=sig.p_value, ci_lower=sig.ci_lower, baseline_median=base_m,
                     candidate_median=cand_m, reason=reason)
+
+
+# --- comparing variants, cycles and pairs ---------------------------------------------------------
+
+CONFIDENCE = 0.95
+_RESAMPLES = 2000
+_SEED = 20261127
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate and its two-sided ``confidence`` interval; ``n`` values went in."""
+
+    estimate: float
+    low: float
+    high: float
+    n: int
+
+    def text(self, digits: int = 3) -> str:
+        """``0.812 [0.771, 0.850]``, or the estimate alone when one value cannot make an interval."""
+        if self.n < 2:
+            return f"{self.estimate:.{digits}f}"
+        return f"{self.estimate:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+
+    def to_json(self) -> dict[str, float | int]:
+        return {"estimate": self.estimate, "low": self.low, "high": self.high, "n": self.n}
+
+
+def mean_interval(values: list[float], *, confidence: float = CONFIDENCE, resamples: int = _RESAMPLES) -> Interval:
+    """The mean of ``values`` and its bootstrap percentile interval (no assumption of normal scores: a score
+    bounded by 0 and 1, often piled at 1, is not). One value is its own interval."""
+    if not values:
+        raise ValueError("no values")
+    estimate = statistics.fmean(values)
+    if len(values) < 2 or min(values) == max(values):
+        return Interval(estimate, estimate, estimate, len(values))
+    rng = random.Random(_SEED)
+    n = len(values)
+    means = sorted(statistics.fmean(rng.choices(values, k=n)) for _ in range(resamples))
+    tail = (1 - confidence) / 2
+    return Interval(estimate, means[int(math.floor(tail * (resamples - 1)))],
+                    means[int(math.ceil((1 - tail) * (resamples - 1)))], n)
+
+
+def wilson_interval(successes: float, trials: int, *, confidence: float = CONFIDENCE) -> Interval:
+    """A rate and its Wilson score interval: honest at 0 and 1 and for a few trials, where the normal
+    approximation says [1, 1] for 5 out of 5. A tie counted as half a win is allowed (``successes`` 2.5)."""
+    if trials <= 0:
+        raise ValueError("no trials")
+    z = statistics.NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+    rate = successes / trials
+    centre = (rate + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * math.sqrt(rate * (1 - rate) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    low = 0.0 if successes <= 0 else max(0.0, centre - half)  # exact at the ends, not 1e-17 off them
+    high = 1.0 if successes >= trials else min(1.0, centre + half)
+    return Interval(rate, low, high, trials)
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """Two runs over the same cases: the mean of ``b - a`` per case with its interval, and the two-sided p-value
+    that the difference is zero (an exact sign-flip permutation test; a seeded Monte Carlo one beyond 2^14
+    cases that differ)."""
+
+    difference: Interval
+    p_value: float
+    pairs: int
+    b_better: int   # cases where b scored higher
+    a_better: int
+    exact: bool
+
+    @property
+    def significant(self) -> bool:
+        return self.p_value < 1 - CONFIDENCE
+
+    def text(self, a: str = "a", b: str = "b") -> str:
+        """One line a person reads: the difference, its interval, the p-value and what it means."""
+        if self.pairs == 0:
+            return f"{b} vs {a}: no case scored in both"
+        verdict = (f"{b if self.difference.estimate > 0 else a} is better" if self.significant
+                   else "no significant difference")
+        return (f"{b} - {a}: {self.difference.estimate:+.3f} [{self.difference.low:+.3f}, "
+                f"{self.difference.high:+.3f}] over {self.pairs} cases ({self.b_better} up, {self.a_better} down), "
+                f"p={self.p_value:.3g}: {verdict}")
+
+    def to_json(self) -> dict[str, object]:
+        return {"difference": self.difference.to_json(), "p_value": self.p_value, "pairs": self.pairs,
+                "b_better": self.b_better, "a_better": self.a_better, "exact": self.exact,
+                "significant": self.significant}
+
+
+_EXACT_SIGN_FLIPS = 14  # 2^14 = 16,384 sign patterns enumerated exactly; more cases are sampled
+
+
+def paired_test(a: list[float], b: list[float], *, resamples: int = 20_000) -> PairedTest:
+    """Whether ``b`` differs from ``a`` over the cases both scored (``a[i]`` and ``b[i]`` are one case's)."""
+    if len(a) != len(b):
+        raise ValueError("paired values must come in pairs")
+    diffs = [y - x for x, y in zip(a, b)]
+    if not diffs:
+        return PairedTest(Interval(0.0, 0.0, 0.0, 0), 1.0, 0, 0, 0, True)
+    observed = abs(sum(diffs))
+    moving = [abs(d) for d in diffs if d != 0]
+    exact = len(moving) <= _EXACT_SIGN_FLIPS
+    if not moving:
+        p_value = 1.0
+    elif exact:
+        hits = total = 0
+        for signs in itertools.product((1, -1), repeat=len(moving)):
+            total += 1
+            hits += abs(sum(s * d for s, d in zip(signs, moving))) >= observed - 1e-12
+        p_value = hits / total
+    else:  # the observed pattern counts as one draw, so p is never 0
+        rng = random.Random(_SEED)
+        hits = sum(abs(sum(d if rng.random() < 0.5 else -d for d in moving)) >= observed - 1e-12
+                   for _ in range(resamples))
+        p_value = (hits + 1) / (resamples + 1)
+    return PairedTest(mean_interval(diffs), p_value, len(diffs), sum(d > 0 for d in diffs),
+                      sum(d < 0 for d in diffs), exact)
