@@ -16,6 +16,11 @@ import yaml
 from harness.apps.cli import main
 from harness.apps.importers.openai_evals import verdict_pattern
 from harness.base.errors import ExitCode
+from harness.testing.fake_anthropic import FakeAnthropic
+from harness.testing.fake_anthropic import Reply as AnthropicReply
+from harness.testing.fake_openai import FakeOpenAI
+from harness.testing.fake_openai import Reply as OpenAIReply
+from harness.testing.fake_openai import judge_responder as openai_judge
 from harness.loading import load_cases, load_rubric, load_suite
 
 # --- helpers -------------------------------------------------------------------------------------
@@ -111,9 +116,12 @@ def load_all(root: Path, suite: str) -> tuple[Any, Any, dict[str, list[Any]]]:
 
 
 def set_models(path: Path, model: str, judge: str | None = None) -> None:
-    """Point an imported agents.yaml at scripted mock models."""
+    """Point an imported agents.yaml at scripted mock models (every variant's, when the providers are variants)."""
     data = read_yaml(path)
     data["model"] = {"model": model}
+    for agent in data["agents"].values():
+        if "model" in agent.get("variants", {}):
+            agent["variants"]["model"] = {name: model for name in agent["variants"]["model"]}
     if judge is not None:
         data["judge"] = {"model": judge}
     path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
@@ -168,9 +176,8 @@ def test_promptfoo_getting_started_writes_a_suite_that_loads(here: Any) -> None:
     assert [line for line in lines if line.startswith("wrote ")] == [
         "wrote rubrics/getting_started.yaml", f"wrote {suite}/agents.yaml", f"wrote {suite}/judges/llm-rubric.txt",
         f"wrote {suite}/prompts/prompt_1.txt", f"wrote {suite}/prompts/prompt_2.txt",
-        f"wrote {suite}/prompt_1.cases.yaml", f"wrote {suite}/prompt_2.cases.yaml"]
-    assert ("not carried over: providers[1] (anthropic:messages:claude-sonnet-4-6): one model runs the agents (the "
-            "first provider); copy suites/<name>/ with another `model:` to compare models") in lines
+        f"wrote {suite}/getting_started.cases.yaml"]
+    assert not [line for line in lines if line.startswith("not carried over: providers")]  # both providers run
     assert ("not carried over: tests[0].assert[1] (javascript): JavaScript does not run here; write it as a "
             "`python: module:function` check in the rubric (or in a case, once ini harness_data_modules lists its "
             "module): it gets the artifact and returns a score, (score, reason) or {score, reason, fixes}") in lines
@@ -189,14 +196,18 @@ def test_promptfoo_getting_started_writes_a_suite_that_loads(here: Any) -> None:
     agents_text = (root / suite / "agents.yaml").read_text()
     assert "# judges/llm-rubric.txt: promptfoo's llm-rubric grading prompt" in agents_text
     agents = read_yaml(root / suite / "agents.yaml")
-    assert agents["model"] == {"model": "openai/gpt-4.1-mini"}
+    assert "model" not in agents  # each provider is a variant's model
     assert agents["defaults"] == {"max_attempts": 1, "escalate_on_fail": False}
-    assert agents["agents"]["prompt_2"]["producer"] == {"template": "prompts/prompt_2.txt"}
-    assert agents["agents"]["prompt_1"]["evaluator"] == {
+    agent = agents["agents"]["getting_started"]
+    # promptfoo's grid: 2 prompts x 2 providers, each test run on every pair
+    assert agent["variants"] == {
+        "producer": {"prompt_1": {"template": "prompts/prompt_1.txt"}, "prompt_2": {"template": "prompts/prompt_2.txt"}},
+        "model": {"gpt-4.1-mini": "openai/gpt-4.1-mini", "claude-sonnet-4-6": "claude-sonnet-4-6"}}
+    assert agent["evaluator"] == {
         "template": "judges/llm-rubric.txt", "slots": {"output": "output", "rubric": "criteria"}}
 
-    cases = read_yaml(root / suite / "prompt_1.cases.yaml")
-    assert cases["agent"] == "prompt_1"
+    cases = read_yaml(root / suite / "getting_started.cases.yaml")
+    assert cases["agent"] == "getting_started"
     first, second = cases["cases"]
     assert first["inputs"] == {"language": "French", "input": "Hello world"}
     assert first["checks"] == [{"id": "contains", "check": {"contains": {"all": ["Bonjour le monde"],
@@ -212,16 +223,21 @@ def test_promptfoo_getting_started_writes_a_suite_that_loads(here: Any) -> None:
 
     rubric, config, loaded = load_all(root, "getting_started")
     assert rubric.threshold == 0 and rubric.dimensions == ()
-    assert sorted(config.agents) == ["prompt_1", "prompt_2"]
-    assert config.agents["prompt_1"].templates["evaluator"].slot_for("rubric") == "criteria"
-    spanish = loaded["prompt_2.cases.yaml"][1]
+    assert sorted(config.agents) == ["getting_started"]
+    variants = config.agents["getting_started"].variants
+    assert [v.variant for v in variants] == ["prompt_1+gpt-4.1-mini", "prompt_1+claude-sonnet-4-6",
+                                             "prompt_2+gpt-4.1-mini", "prompt_2+claude-sonnet-4-6"]
+    assert variants[1].models["producer"].model == "claude-sonnet-4-6"
+    assert variants[2].templates["producer"].path.name == "prompt_2.txt"
+    assert variants[0].templates["evaluator"].slot_for("rubric") == "criteria"
+    spanish = loaded["getting_started.cases.yaml"][1]
     assert [d.id for d in spanish.checks] == ["icontains"] and [d.id for d in spanish.criteria] == ["llm_rubric"]
     assert spanish.criteria[0].min_score == 1 and spanish.criteria[0].exhaustive
 
     result = here.run("--collect-only", "-q", suite)
     assert result.ret == 0, result.stdout.str()
-    assert f"{suite}/prompt_2.cases.yaml::test-2" in result.stdout.str()
-    assert "4 tests collected" in result.stdout.str()
+    assert f"{suite}/getting_started.cases.yaml::test-2[prompt_2+claude-sonnet-4-6]" in result.stdout.str()
+    assert "8 tests collected" in result.stdout.str()
 
 
 def test_promptfoo_getting_started_runs_offline(here: Any) -> None:
@@ -230,12 +246,56 @@ def test_promptfoo_getting_started_runs_offline(here: Any) -> None:
     assert code == 0, err
     set_models(here.root / "suites/getting_started/agents.yaml", "mock/translator", "mock/score-1")
     result = here.run("suites/getting_started")
-    result.assert_outcomes(passed=4)
+    result.assert_outcomes(passed=8)  # 2 tests x 2 prompts x 2 providers
+    result.stdout.fnmatch_lines(["getting_started: 4 variants x 2 cases*",
+                                 "  prompt_1+claude-sonnet-4-6 * 2 * 2 *100% [[]34%, 100%[]] of 2*"])
 
     # the judge says fail: the judged tests fail on their criterion's min_score, the others still pass
     result = here.run("suites/getting_started", "--harness-judge-model", "mock/score-0")
-    result.assert_outcomes(passed=2, failed=2)
+    result.assert_outcomes(passed=4, failed=4)
     assert "llm_rubric" in result.stdout.str()
+
+
+def test_promptfoo_two_providers_and_a_grader_on_a_third_run_as_a_grid_through_the_sdks(
+        here: Any, fake_openai: FakeOpenAI, fake_anthropic: FakeAnthropic) -> None:
+    # promptfoo's grid: each prompt on each provider, llm-rubric graded by defaultTest.options.provider; here the
+    # two providers and the grader are three models on the fake OpenAI and Anthropic servers, reached by the SDKs
+    config = GETTING_STARTED.replace("    tests:\n", "    defaultTest:\n      options:\n        provider: "
+                                                  "openai:chat:gpt-4.1\n    tests:\n", 1)
+    config = config.replace("anthropic:messages:claude-sonnet-4-6", "anthropic:messages:claude-haiku-4-5")
+    write(here.root, "promptfooconfig.yaml", config)
+    code, _, err = run_import("promptfoo", "promptfooconfig.yaml")
+    assert code == 0, err
+    agents = read_yaml(here.root / "suites/getting_started/agents.yaml")
+    assert agents["judge"] == {"model": "openai/gpt-4.1"}
+    assert agents["agents"]["getting_started"]["variants"]["model"] == {
+        "gpt-4.1-mini": "openai/gpt-4.1-mini", "claude-haiku-4-5": "claude-haiku-4-5"}
+
+    grade = openai_judge()
+    def translate(text: str) -> str:  # the haiku model gets Spanish wrong, the mini model gets it right
+        return "Bonjour le monde" if "French" in text else "¿Dónde está la biblioteca?"
+
+    fake_openai.responder = lambda request: (
+        grade(request) if request["model"] == "gpt-4.1" else
+        OpenAIReply.text(translate(json.dumps(request["messages"]))))
+    fake_anthropic.responder = lambda request: AnthropicReply.text(
+        "Bonjour le monde" if "French" in json.dumps(request["messages"]) else "Hola")
+    result = here.run("suites/getting_started")
+    result.assert_outcomes(passed=6, failed=2)  # the haiku model's Spanish fails the icontains check, both prompts
+    graded = [r for r in fake_openai.requests if r["model"] == "gpt-4.1"]
+    produced = {r["model"] for r in fake_openai.requests} - {"gpt-4.1"}
+    # the judged test, graded on the 2 variants whose answer passed its check (the others failed before judging)
+    assert produced == {"gpt-4.1-mini"} and len(graded) == 2
+    assert {r["model"] for r in fake_anthropic.requests} == {"claude-haiku-4-5"}
+    # ranked by pass rate: the failed items have no score, and must not make the haiku variants look best
+    result.stdout.fnmatch_lines(["getting_started: 4 variants x 2 cases*",
+                                 "  prompt_1+gpt-4.1-mini *2 *2 *100%*",
+                                 "  prompt_2+gpt-4.1-mini *2 *2 *100%*",
+                                 "  prompt_1+claude-haiku-4-5 *2 *1 *50%*",
+                                 "  prompt_2+claude-haiku-4-5 *2 *1 *50%*",
+                                 "  each against the best (prompt_1+gpt-4.1-mini)*",
+                                 "    prompt_2+gpt-4.1-mini vs prompt_1+gpt-4.1-mini: *the same verdict on all 2*",
+                                 "    prompt_1+claude-haiku-4-5 vs prompt_1+gpt-4.1-mini: *verdicts 0 better, 1 worse*"])
 
 
 # --- promptfoo: JSON output with transforms -------------------------------------------------------
@@ -394,13 +454,14 @@ def test_promptfoo_self_grading_puts_default_asserts_in_the_shared_rubric(here: 
         "scoring": {1: "the statement in the rubric is true of the output (pass)",
                     0: "the statement in the rubric is not true of the output (fail)"},
         "exhaustive": True, "min_score": 1}}
-    cases = read_yaml(suite / "prompts_1.cases.yaml")["cases"]
+    cases = read_yaml(suite / "shoes.cases.yaml")["cases"]
     assert [c["inputs"]["name"] for c in cases] == ["Bob", "Jane"]
     assert all("checks" not in c and "criteria" not in c for c in cases)
 
     loaded_rubric, config, _ = load_all(here.root, "shoes")
     assert [d.id for d in loaded_rubric.judged_dimensions] == ["llm_rubric"]
-    assert config.agents["prompts_1"].evaluator is not None
+    assert [v.variant for v in config.agents["shoes"].variants] == ["prompts_1", "prompts_2"]  # one provider
+    assert config.agents["shoes"].evaluator is not None
 
     set_models(suite / "agents.yaml", "mock/echo", "mock/score-1")
     here.run("suites/shoes").assert_outcomes(passed=4)
@@ -538,15 +599,15 @@ def test_promptfoo_bad_input_is_one_line_naming_the_file_and_field(here: Any) ->
 def test_promptfoo_never_overwrites_without_force(here: Any) -> None:
     write(here.root, "promptfooconfig.yaml", GETTING_STARTED)
     assert run_import("promptfoo", "promptfooconfig.yaml")[0] == 0
-    cases = here.root / "suites/getting_started/prompt_1.cases.yaml"
+    cases = here.root / "suites/getting_started/getting_started.cases.yaml"
     cases.write_text("# edited by hand\n", encoding="utf-8")
     code, lines, err = run_import("promptfoo", "promptfooconfig.yaml")
     assert code == ExitCode.CANT_CREATE
-    assert "rubrics/getting_started.yaml exists (and 6 more): nothing was written (fix: --force" in err
+    assert "rubrics/getting_started.yaml exists (and 5 more): nothing was written (fix: --force" in err
     assert cases.read_text() == "# edited by hand\n"
     code, lines, _ = run_import("promptfoo", "promptfooconfig.yaml", "--force")
-    assert code == 0 and "wrote suites/getting_started/prompt_1.cases.yaml" in lines
-    assert cases.read_text().startswith("# The tests, as cases of prompt_1")
+    assert code == 0 and "wrote suites/getting_started/getting_started.cases.yaml" in lines
+    assert cases.read_text().startswith("# The tests, as cases of getting_started")
 
 
 def test_promptfoo_into_a_folder_without_pytest_config_writes_the_opt_in(tmp_path: Path,

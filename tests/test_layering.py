@@ -43,6 +43,7 @@ DEFERRED = {
     **{("harness.apps.tracking.cli", target): "`harness --help` and each subcommand load only what they use"
        for target in ("harness.loading", "harness.loading.versioning", "harness.records")},
     ("harness.apps.tracking.compare", "harness.apps.tracking.frames"): PANDAS_WHEN_NEEDED,
+    ("harness.apps.view.cli", "harness.apps.view.server"): PANDAS_WHEN_NEEDED + " (`harness view` once it has records)",
     ("harness.apps.traces", "harness.apps.traces.frames"): PANDAS_WHEN_NEEDED + " (the loaders; `harness traces` "
                                                                                   "never does)",
     ("harness.face.options", "harness.records.otel"): PLUGIN_STAYS_LIGHT + "; the exporter's check loads only with "

@@ -183,6 +183,8 @@ CORPUS: dict[str, Bad] = {
     "rubric-invalid-yaml": Bad("rubric", rubric("threshold: 0.8", "threshold: [0.8"), ("line ", "fix the YAML")),
     "rubric-duplicate-key": Bad("rubric", rubric("  concise:\n", "  greeting:\n"), (
         "duplicate key 'greeting'",)),
+    "rubric-unquoted-slot-as-key": Bad("rubric", rubric("threshold: 0.8", "threshold: {{threshold}}"), (
+        "line 5: a mapping or list used as a key (is `{{...}}` a template slot that needs quotes?)",)),
     "rubric-empty": Bad("rubric", "", ("expected a mapping, got nothing",)),
     "rubric-a-list": Bad("rubric", "- metadata\n", ("expected a mapping, got ['metadata']",)),
     "rubric-unknown-key": Bad("rubric", rubric("threshold: 0.8", "threshold: 0.8\nthresold: 0.9"), (

@@ -405,3 +405,19 @@ def test_no_judge_call_when_the_checks_decide_and_no_revision_follows(
                                                              "(fail) and no revision follows")
     assert second["metadata"]["notJudged"] == ["tone"] and second["metadata"]["indeterminate"] == []
     assert [(r["status"], r["outcome"]) for r in project.runs()] == [("failed", "failed"), ("escalated", "escalated")]
+
+
+def test_always_judge_scores_an_item_its_checks_already_failed(project: Project, mock_judge: MockJudge) -> None:
+    # a comparison's means need every item scored: `always_judge: true` asks the judge even when the checks decide
+    project.judged("agent: judged_writer\ncases:\n  - id: cold\n    inputs: {text: 'good day'}\n")
+    project.rubric("judged", DECIDED_BY_CHECKS)
+    agents_file = project.root / "suites" / "agents.yaml"
+    agents_file.write_text(agents_file.read_text() + "    always_judge: true\n    escalate_on_fail: false\n")
+    mock_judge("always", {"overallScore": 1.0, "passed": True, "feedback": "warm enough", "suggestedFixes": [],
+                          "dimensionScores": {"tone": {"score": 0.6, "weight": 0.5, "reason": "polite"}}})
+    result = project.run("suites/")
+    result.assert_outcomes(failed=1)
+    assert len(judge_calls(project)) == 1
+    (run,) = project.runs()
+    assert run["overall_score"] == pytest.approx(0.3)  # 0.5 x 0.6 + 0.5 x 0: a score, where the default has none
+    result.stdout.fnmatch_lines(["judged * 1 * 0 * 0% of 1 * 0.300 *"])

@@ -676,6 +676,60 @@ def test_a_user_sees_progress_in_a_normal_run(project: Project, fake_anthropic: 
     assert any(re.search(r", about \d+ s left", line) for line in progress), progress
 
 
+def terminal_screen(raw: str) -> list[str]:
+    """What a terminal shows after ``raw``: carriage returns and backspaces move the cursor, a character overwrites
+    the one under it."""
+    lines, line, col = [], [], 0
+    for char in raw:
+        if char == "\n":
+            lines.append("".join(line).rstrip())
+            line, col = [], 0
+        elif char == "\r":
+            col = 0
+        elif char == "\b":
+            col = max(0, col - 1)
+        else:
+            line[col:col + 1] = [char]
+            col += 1
+    return lines + ["".join(line).rstrip()]
+
+
+def test_on_a_terminal_progress_is_one_status_rewritten_in_place(project: Project,
+                                                                  fake_anthropic: FakeAnthropic) -> None:
+    """pytest on a pseudo-terminal, as a user at a shell runs it: the status is rewritten every second at the end of
+    the line (several states seen), and erased before each result, so the screen ends as pytest's own lines."""
+    pty = pytest.importorskip("pty")
+    import os
+    import subprocess
+    scale_project(project, many(4))
+    fake_anthropic.responder = judge()
+    fake_anthropic.latency_s = 1.5
+    main, child = pty.openpty()
+    env = {**os.environ, "COLUMNS": "160", "LINES": "40", "TERM": "xterm"}
+    run = subprocess.Popen([sys.executable, "-m", "pytest", "suites/", "-p", "no:cacheprovider",
+                            "--harness-concurrency", "2", "-o", "harness_progress_interval=0.5"],
+                           cwd=project.pytester.path, stdin=child, stdout=child, stderr=child, env=env)
+    os.close(child)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the child's end closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    assert run.wait(timeout=120) == 0
+    os.close(main)
+    raw = b"".join(chunks).decode("utf-8", "replace")
+    statuses = set(re.findall(r"\[harness (\d)/4, \$\d+\.\d{4}", raw))
+    assert len(statuses) >= 2, raw  # rewritten as cases finish, not printed once
+    screen = terminal_screen(raw)
+    assert not any("[harness" in line for line in screen), screen
+    assert not any(line.startswith("harness: ") for line in screen)  # no plain lines on a terminal
+    assert any(re.match(rf"{re.escape(CASES_FILE)} \.\.\.\. +\[100%\]$", line) for line in screen), screen
+
+
 def test_a_progress_line_has_a_line_of_its_own_and_every_item_still_reports(
         project: Project, fake_anthropic: FakeAnthropic) -> None:
     scale_project(project, many(2))

@@ -72,7 +72,7 @@ def test_html_is_self_contained(work: tuple[Path, str, str]) -> None:
     assert f'content="{CSP}"' in page
     assert "<script" not in page
     assert not re.search(r'(?:src|href)="(?!data:|#)', page), "a reference outside the page"
-    assert page.count('src="data:image/png;base64,') == 4  # 2 score plots, 2 dimension plots
+    assert page.count('src="data:image/png;base64,') == 6  # 2 score plots, 2 dimension plots, 2 heatmaps
 
 
 def test_html_shows_attempts_dimensions_fixes_and_diffs(work: tuple[Path, str, str]) -> None:
@@ -151,9 +151,13 @@ window.addEventListener("load", () => {
   const visible = [...document.querySelectorAll("section.item.failed tr[data-dimension]")]
     .filter(tr => tr.getClientRects().length > 0 && tr.closest("details[open]") !== null)
     .map(tr => tr.dataset.dimension + "=" + tr.cells[2].innerText.trim());
+  const shown = el => el.getClientRects().length > 0 && (el.closest("details") === null || el.closest("details[open]"));
+  const grid = [...document.querySelectorAll("table.grid td.cell")].filter(shown).map(td => td.innerText.trim());
+  const pairs = [...document.querySelectorAll("table.pairwise tr")].filter(shown).slice(1)
+    .map(tr => tr.cells[0].innerText.trim());
   const out = document.createElement("pre");
   out.id = "probe";
-  out.textContent = JSON.stringify({problems: window.__problems, visible: visible});
+  out.textContent = JSON.stringify({problems: window.__problems, visible: visible, grid: grid, pairs: pairs});
   document.body.appendChild(out);
 });
 </script>"""

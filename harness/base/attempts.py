@@ -12,7 +12,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class RunLocation:
-    """Where one case's attempts live: ``runs/{cycle}/{agent}[/{case}]``."""
+    """Where one case's attempts live: ``runs/{cycle}/{agent}[/{variant}][/{case}]``."""
 
     cycle_id: str
     agent_name: str
@@ -73,3 +73,4 @@ class AttemptDetails:
     # the commands the attempt ran (producer, reviser, evaluator): confined or not, exit code, bounds hit,
     # processes left running and stopped; None: none ran
     commands: list[dict[str, Any]] | None = None
+    variant: str | None = None  # the agent's variant the attempt ran (``variants:``); None: the agent has none

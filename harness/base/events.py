@@ -149,6 +149,8 @@ class ItemFinished(Event):
     case_id: str = ""
     loop_result: dict[str, Any] = field(default_factory=dict, repr=False)  # the LoopResult contract's JSON
     location: RunLocation | None = field(default=None, repr=False)
+    # what the item was given, as given: {inputs, expected (the reference answer), description}; None: not known
+    case_data: dict[str, Any] | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

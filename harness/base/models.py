@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -53,6 +53,10 @@ class ModelSettings:
     base_url: str | None = None
     api_key_env: str | None = None
     structured_output: str = "tools"
+    # A judge ensemble (``judge: {models: [...]}``): these settings are then its first judge's and ``ensemble`` lists
+    # them all. Not a constructor argument on purpose: ``dataclasses.replace(settings, model=M)`` (an evaluator's own
+    # ``model:``, ``--harness-judge-model``) makes settings of the one model M, never an ensemble of M.
+    ensemble: JudgeEnsemble | None = field(default=None, init=False, repr=False)
 
     @property
     def provider(self) -> str:
@@ -69,6 +73,31 @@ class ModelSettings:
         """How records and prices name the model: the bare name for Anthropic (as before providers existed),
         ``provider/name`` for every other provider."""
         return qualified_model(*split_model(self.model))
+
+
+JUDGE_AGGREGATES = ("majority", "mean", "min", "median")
+
+
+@dataclass(frozen=True)
+class JudgeEnsemble:
+    """Several judge models asked the same question (``judge: {models: [...], aggregate: ...}``); per dimension
+    their scores are combined by ``aggregate`` (docs/model-calls.md, "Judge ensembles"). ``common`` is what every
+    judge shares unless its own entry says otherwise: the level an agent's ``judge:`` section is read over."""
+
+    judges: tuple[ModelSettings, ...]
+    aggregate: str = "mean"
+    common: ModelSettings = ModelSettings()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Each judge as records name it (``openai/gpt-4.1``; a bare name for Anthropic)."""
+        return tuple(judge.qualified for judge in self.judges)
+
+    def settings(self) -> ModelSettings:
+        """The settings that stand for the ensemble: its first judge's, carrying the ensemble."""
+        lead = replace(self.judges[0])
+        object.__setattr__(lead, "ensemble", self)
+        return lead
 
 
 def split_model(model: str) -> tuple[str, str]:
@@ -102,6 +131,9 @@ class Dimension(Frozen):
     min_score: float | None = None  # a gate: below it the evaluation fails, whatever the weighted score
     steps: tuple[str, ...] = ()  # evaluation steps shown to the judge (G-Eval)
     transform: Any = None  # a harness.checks.transforms.Transform applied to the artifact before this dimension's check
+    # a conversation's replies each scored, then combined by this reducer (``mean``, ``min``; harness.base.conversation)
+    # instead of the whole transcript (docs/conversations.md)
+    per_turn: str | None = None
 
     @property
     def judged(self) -> bool:
@@ -234,6 +266,9 @@ class LoopPolicy(Frozen):
     borderline_margin: float = 0.0  # a pass closer than this to the threshold goes to a human
     escalate_conditions: tuple[str, ...] = ()
     escalation_fails_gate: bool = True
+    # the judge scores every attempt, even one the checks already decided: a score for every item (a comparison's
+    # mean needs them), at the cost of those calls; off, a decided item is reported as having no score
+    always_judge: bool = False
 
     def threshold_for(self, rubric: Rubric) -> float:
         """The agent's threshold, else the rubric's, else defaults.pass_threshold, else 0.85."""
@@ -258,11 +293,24 @@ class AgentConfig(Frozen):
     prompts: dict[str, PromptFile] = Field(default_factory=dict)  # role -> validated prompt file
     templates: dict[str, PromptTemplate] = Field(default_factory=dict)  # role -> a prompt used as written
     judge_style: JudgeStyle = JudgeStyle()
+    # ``variants:`` (docs/comparisons.md): the agent's variants, each an AgentConfig of its own settings; a variant
+    # has its name and, per axis, the name of its value
+    variants: tuple[AgentConfig, ...] = ()
+    variant: str | None = None
+    variant_settings: dict[str, str] = Field(default_factory=dict)
 
 
 class SuiteConfig(Frozen):
     path: Path
     agents: dict[str, AgentConfig]
+
+
+class Turn(Frozen):
+    """One user turn of a conversation case (docs/conversations.md): what the user says, and the reference reply to
+    it (the assistant message after it in the case or the dataset row), when there is one."""
+
+    user: str
+    expected: str | None = None
 
 
 class Case(Frozen):
@@ -278,6 +326,9 @@ class Case(Frozen):
     criteria: tuple[Dimension, ...] = ()  # judged dimensions this case adds to its rubric
     checks: tuple[Dimension, ...] = ()  # check dimensions this case adds to its rubric
     selection: tuple[str, ...] = ()  # the agents or skills a router should choose here (the selection gate)
+    # a conversation (docs/conversations.md): the user turns the producer answers one by one, and its system prompt
+    turns: tuple[Turn, ...] = ()
+    system: str | None = None
 
 
 # --- records (seed 000 sections 1 and 2) -------------------------------------------------------

@@ -6,10 +6,15 @@ for an evaluator. A runner reads their fields (``request.inputs``, ``request.art
 and a request also reads like that JSON (``request["inputs"]``), so a runner written against the JSON works
 unchanged::
 
-    producer   {"role", "agent", "case", "attempt", "inputs"}
+    producer   {"role", "agent", "case", "attempt", "inputs"}, and "messages" on a conversation case
     reviser    ... plus "artifact", "evaluation" (EvaluatorOutput), "suggested_fixes"
     evaluator  ... plus "artifact", "dimensions" (the ids to score), "schema", "rubric", "rubric_text",
-               "expected" when the case has a reference answer, and "sample" when the judge is sampled
+               "expected" when the case has a reference answer, and "sample" when the judge is sampled;
+               on a conversation case "messages" (the conversation through the reply judged) and, when one
+               reply is judged, "turn"
+
+"messages" are chat messages as OpenAI and Hugging Face write them, ``[{"role": "system" | "user" |
+"assistant", "content": "..."}]`` (docs/conversations.md).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from functools import cached_property
 from typing import Any
 
 from harness.base import slots
+from harness.base.conversation import ChatMessage, Conversation
 from harness.base.models import Dimension, PromptTemplate, Rubric
 
 
@@ -33,6 +39,7 @@ class Subject:
     attempt: int
     inputs: dict[str, Any]
     expected: Any = None
+    conversation: Conversation | None = None  # a conversation case's: its turns and the agent's replies
 
 
 class _ReadsLikeItsJson(Mapping[str, Any]):
@@ -70,10 +77,16 @@ class AgentRequest(_ReadsLikeItsJson):
     evaluation: dict[str, Any] | None = None  # the reviser's: the previous attempt's EvaluatorOutput JSON
     suggested_fixes: tuple[str, ...] = ()
     schema: dict[str, Any] | None = field(default=None, repr=False)  # a stage's output type (treat as read-only)
+    # a conversation case's producer: the conversation so far (the system prompt, the user's turns and the agent's
+    # own replies), ending with the user turn to answer now
+    messages: tuple[ChatMessage, ...] = ()
 
     def slot(self, name: str) -> Any:
-        """What a producer's or reviser's template slot holds: the case's inputs, and for a reviser the previous
-        ``output`` and the ``feedback`` on it (the evaluation's feedback and suggested fixes)."""
+        """What a producer's or reviser's template slot holds: the case's inputs (on a conversation, ``input`` is
+        the user turn to answer), and for a reviser the previous ``output`` and the ``feedback`` on it (the
+        evaluation's feedback and suggested fixes)."""
+        if name == "input" and self.messages:
+            return self.messages[-1].content
         if self.role == "reviser" and name == "output":
             return self.artifact or ""
         if self.role == "reviser" and name == "feedback":
@@ -87,6 +100,8 @@ class AgentRequest(_ReadsLikeItsJson):
         if self.role == "reviser":
             out.update(artifact=self.artifact, evaluation=self.evaluation,
                        suggested_fixes=list(self.suggested_fixes))
+        if self.messages:
+            out["messages"] = [message.wire() for message in self.messages]
         return out
 
 
@@ -105,7 +120,9 @@ class JudgeRequest(_ReadsLikeItsJson):
     schema: dict[str, Any] = field(repr=False)
     sample: int | None = None  # which of several samples this is; None when the judge is asked once
     role: str = "evaluator"
-    expected: Any = None  # the case's reference answer, when it has one
+    expected: Any = None  # the case's reference answer, when it has one (one reply judged: that turn's reference)
+    conversation: Conversation | None = None  # a conversation case's: its turns and the agent's replies
+    turn: int | None = None  # the turn whose reply ``artifact`` is (a ``per_turn`` dimension); None: the whole
 
     @cached_property
     def rubric_text(self) -> str:
@@ -113,17 +130,28 @@ class JudgeRequest(_ReadsLikeItsJson):
         return rubric_as_text(self.rubric, self.dimensions)
 
     def slot(self, name: str) -> Any:
-        """What a judge template's slot holds: the case's slots, the ``output`` to judge, and the judged
-        dimensions as ``criteria`` (a line each), ``rubric`` (with levels and steps) or ``steps``."""
+        """What a judge template's slot holds: the case's slots, the ``output`` to judge, the ``transcript`` of a
+        conversation through it (else the output), and the judged dimensions as ``criteria`` (a line each),
+        ``rubric`` (with levels and steps) or ``steps``. On a conversation ``input`` is its user turns, or the
+        turn the judged reply answers."""
         if name == "output":
             return self.artifact
+        if name == "transcript":
+            return self.artifact if self.conversation is None else self.conversation.transcript(self.turn)
         if name == "criteria":
             return criteria_text(self.rubric, self.dimensions)
         if name == "rubric":
             return self.rubric_text
         if name == "steps":
             return steps_text(self.rubric, self.dimensions)
-        return slots.case_value(name, self.inputs, self.expected)
+        return slots.case_value(name, self.inputs, self.expected, input_text=self.input_text)
+
+    @property
+    def input_text(self) -> str | None:
+        """A conversation's ``{input}``: the user turn the judged reply answers, or every user turn."""
+        if self.conversation is None:
+            return None
+        return self.conversation.turns[self.turn - 1].user if self.turn else self.conversation.user_text
 
     def wire(self) -> dict[str, Any]:
         out = {"agent": self.agent, "case": self.case, "inputs": self.inputs, "role": self.role,
@@ -136,6 +164,10 @@ class JudgeRequest(_ReadsLikeItsJson):
             out["expected"] = self.expected
         if self.sample is not None:
             out["sample"] = self.sample
+        if self.conversation is not None:
+            out["messages"] = [message.wire() for message in self.conversation.messages(self.turn)]
+            if self.turn is not None:
+                out["turn"] = self.turn
         return out
 
 

@@ -85,7 +85,7 @@ CASE_SLOTS = ("input", "expected")
 TEMPLATE_SLOTS = {
     "producer": ("input",),
     "reviser": ("input", "output", "feedback"),
-    "evaluator": ("input", "expected", "output", "criteria", "rubric", "steps"),
+    "evaluator": ("input", "expected", "output", "criteria", "rubric", "steps", "transcript"),
 }
 """The slots a template of each role may use, besides ``inputs.NAME`` and a bare input name: a producer's and
 a reviser's never include ``expected`` (the answer would leak to the agent)."""
@@ -98,12 +98,14 @@ def inputs_text(inputs: Mapping[str, Any]) -> str:
     return "\n".join(f"{name}: {as_text(value)}" for name, value in inputs.items())
 
 
-def case_value(name: str, inputs: Mapping[str, Any], expected: Any) -> Any:
-    """A slot a case fills: ``input``, ``expected``, ``inputs.NAME`` or an input's bare name.
+def case_value(name: str, inputs: Mapping[str, Any], expected: Any, *, input_text: str | None = None) -> Any:
+    """A slot a case fills: ``input``, ``expected``, ``inputs.NAME`` or an input's bare name. ``input_text`` is
+    what ``{input}`` holds when the case says (a conversation: its user turns, or the turn answered), else
+    :func:`inputs_text`.
 
     Raises ``KeyError(name)`` when the case has no such value (an ``expected`` of None counts as none)."""
     if name == "input":
-        return inputs_text(inputs)
+        return inputs_text(inputs) if input_text is None else input_text
     if name == "expected":
         if expected is None:
             raise KeyError(name)

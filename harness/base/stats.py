@@ -195,6 +195,12 @@ class Interval:
             return f"{self.estimate:.{digits}f}"
         return f"{self.estimate:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
 
+    def percent(self) -> str:
+        """A rate as ``50% [9%, 91%]``."""
+        if self.n < 1:
+            return "-"
+        return f"{self.estimate:.0%} [{self.low:.0%}, {self.high:.0%}]"
+
     def to_json(self) -> dict[str, float | int]:
         return {"estimate": self.estimate, "low": self.low, "high": self.high, "n": self.n}
 
@@ -252,7 +258,7 @@ class PairedTest:
             return f"{b} vs {a}: no case scored in both"
         verdict = (f"{b if self.difference.estimate > 0 else a} is better" if self.significant
                    else "no significant difference")
-        return (f"{b} - {a}: {self.difference.estimate:+.3f} [{self.difference.low:+.3f}, "
+        return (f"{b} vs {a}: {self.difference.estimate:+.3f} [{self.difference.low:+.3f}, "
                 f"{self.difference.high:+.3f}] over {self.pairs} cases ({self.b_better} up, {self.a_better} down), "
                 f"p={self.p_value:.3g}: {verdict}")
 
@@ -290,3 +296,122 @@ def paired_test(a: list[float], b: list[float], *, resamples: int = 20_000) -> P
         p_value = (hits + 1) / (resamples + 1)
     return PairedTest(mean_interval(diffs), p_value, len(diffs), sum(d > 0 for d in diffs),
                       sum(d < 0 for d in diffs), exact)
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjustment of several p-values (in their order): comparing one variant with each of the
+    others is several tests, and the chance that one of them is a fluke grows with their number."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted = [1.0] * len(p_values)
+    running = 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+# --- agreement between raters (a judge ensemble) --------------------------------------------------------
+#
+# Chance-corrected agreement of several raters on categorical answers (docs/model-calls.md, "Judge ensembles"):
+# Cohen's kappa for two raters, Fleiss' kappa for three or more. A subject is one thing rated (a dimension of an
+# item); an answer is any hashable category (a label, a rating, "pass"). Kappa is None where it is undefined: no
+# subject, or a chance agreement of 1 (every answer in one category), where the observed agreement says it all.
+
+
+def _counts(answers: list[object]) -> dict[object, int]:
+    counts: dict[object, int] = {}
+    for answer in answers:
+        counts[answer] = counts.get(answer, 0) + 1
+    return counts
+
+
+def _pairs_agreeing(answers: list[object]) -> float:
+    """The share of a subject's rater pairs that gave the same answer."""
+    n = len(answers)
+    return sum(c * (c - 1) for c in _counts(answers).values()) / (n * (n - 1))
+
+
+def _kappa(observed: float, chance: float) -> float | None:
+    return None if chance >= 1 - 1e-12 else (observed - chance) / (1 - chance)
+
+
+def observed_agreement(subjects: list[list[object]]) -> float | None:
+    """The share of agreeing rater pairs, averaged over the subjects with two answers or more (for two raters:
+    the share of subjects they agree on); None without such a subject."""
+    rated = [answers for answers in subjects if len(answers) >= 2]
+    return sum(_pairs_agreeing(answers) for answers in rated) / len(rated) if rated else None
+
+
+def cohen_kappa(pairs: list[tuple[object, object]]) -> float | None:
+    """Cohen's kappa of two raters, one ``(first's answer, second's answer)`` per subject: ``(p_o - p_e) / (1 -
+    p_e)``, ``p_o`` the share of subjects they agree on, ``p_e`` the agreement their own answer distributions give by
+    chance (the sum over categories of ``p_first(k) * p_second(k)``)."""
+    if not pairs:
+        return None
+    n = len(pairs)
+    first, second = _counts([a for a, _ in pairs]), _counts([b for _, b in pairs])
+    observed = sum(a == b for a, b in pairs) / n
+    chance = sum(count * second.get(category, 0) for category, count in first.items()) / (n * n)
+    return _kappa(observed, chance)
+
+
+def fleiss_kappa(subjects: list[list[object]]) -> float | None:
+    """Fleiss' kappa of ``m >= 2`` raters, the same number on every subject (one list of answers per subject):
+    ``(P - P_e) / (1 - P_e)``, ``P`` the mean over subjects of the share of agreeing rater pairs, ``P_e`` the sum
+    over categories of ``p_j ** 2``, ``p_j`` the share of all answers in category ``j``."""
+    if not subjects:
+        return None
+    raters = len(subjects[0])
+    if raters < 2 or any(len(answers) != raters for answers in subjects):
+        raise ValueError("Fleiss' kappa needs the same number of raters, two or more, on every subject")
+    observed = sum(_pairs_agreeing(answers) for answers in subjects) / len(subjects)
+    total = raters * len(subjects)
+    chance = sum((count / total) ** 2 for count in _counts([a for answers in subjects for a in answers]).values())
+    return _kappa(observed, chance)
+
+
+def kappa(subjects: list[list[object]]) -> tuple[str, float | None]:
+    """The kappa the number of raters calls for, and its name: Cohen's for two, Fleiss' for three or more."""
+    if subjects and len(subjects[0]) == 2:
+        return "Cohen's kappa", cohen_kappa([(answers[0], answers[1]) for answers in subjects])
+    return "Fleiss' kappa", fleiss_kappa(subjects)
+
+
+def mcnemar_p(a_only: int, b_only: int) -> float:
+    """Two-sided exact McNemar test over paired verdicts: of the cases where the two disagree, ``a_only`` passed
+    only for a, ``b_only`` only for b; under no difference each side is a coin toss."""
+    n = a_only + b_only
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(a_only, b_only) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+def bradley_terry(wins: dict[tuple[str, str], float], *, iterations: int = 500,
+                  tolerance: float = 1e-10) -> dict[str, float]:
+    """Each player's Bradley-Terry strength from ``wins[(i, j)]``, how often i beat j (a tie counts half to each):
+    the strengths sum to 1 and i beats j with probability s_i / (s_i + s_j). Hunter's MM iterations; a player that
+    never won gets 0, and a small prior of half a win against each opponent keeps the others finite."""
+    players = sorted({p for pair in wins for p in pair})
+    if not players:
+        return {}
+    games: dict[tuple[str, str], float] = {}
+    won = {p: 0.0 for p in players}
+    for (i, j), count in wins.items():
+        games[(i, j)] = games.get((i, j), 0.0) + count
+        games[(j, i)] = games.get((j, i), 0.0) + count
+        won[i] += count
+    prior = 0.5 if len(players) > 2 else 0.0
+    strength = {p: 1.0 / len(players) for p in players}
+    for _ in range(iterations):
+        updated = {}
+        for i in players:
+            opponents = [j for j in players if j != i and games.get((i, j), 0.0) + prior > 0]
+            denominator = sum((games.get((i, j), 0.0) + prior) / (strength[i] + strength[j]) for j in opponents)
+            updated[i] = (won[i] + prior * len(opponents) / 2) / denominator if denominator else 0.0
+        total = sum(updated.values()) or 1.0
+        updated = {p: s / total for p, s in updated.items()}
+        if max(abs(updated[p] - strength[p]) for p in players) < tolerance:
+            return updated
+        strength = updated
+    return strength

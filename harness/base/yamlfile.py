@@ -28,6 +28,10 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
     result.line = node.start_mark.line
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
+        if isinstance(key, (dict, list)):  # `{{x}}` in a flow mapping: a mapping as a key, which no file means
+            raise yaml.constructor.ConstructorError(
+                None, None, "a mapping or list used as a key (is `{{...}}` a template slot that needs quotes?)",
+                key_node.start_mark)
         if key in result:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r}", key_node.start_mark

@@ -28,6 +28,9 @@ class CheckContext:
     """"Now" for date windows: UTC today unless the case pins it."""
     expected: Any = None
     """The case's reference answer (any YAML value; a list means any of these), or None when it has none."""
+    input_text: str | None = None
+    """What ``{input}`` holds when the case says so (a conversation: its user turns, or the turn a reply answers);
+    None: the case's inputs as text."""
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ class TemplatedCheck:
 
         def lookup(name: str) -> Any:
             try:
-                value = slots.case_value(name, context.inputs, context.expected)
+                value = slots.case_value(name, context.inputs, context.expected, input_text=context.input_text)
             except KeyError:
                 raise missing_slot(self.place, name, context.inputs) from None
             filled[name] = value

@@ -4,6 +4,9 @@ The case kind's run, from the shared steps (:mod:`harness.evaluation.steps`): ea
 producer, then the reviser with the last evaluation's feedback), is evaluated and decided by the agent's loop
 policy. The engine writes nothing itself: the steps emit the item's life to ``plan.events`` and the session's
 record writer (a required sink) records it.
+
+A conversation case (docs/conversations.md) is answered turn by turn (:class:`~harness.evaluation.runners.Conversing`),
+its transcript the artifact; it is never revised: one attempt, run again only after an error that calls for a retry.
 """
 
 from __future__ import annotations
@@ -12,12 +15,14 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from harness.base.capture import Capture
+from harness.base.conversation import Conversation
 from harness.base.events import Events
 from harness.base.models import AgentConfig, Case, LoopPolicy, Outcome, RecordStatus, Rubric
 from harness.base.requests import AgentRequest, Subject
 from harness.base.stop import StopFlag
 from harness.checks import CheckContext
 from harness.evaluation.artifact_items import read_ranking
+from harness.evaluation.conversation import Conversing
 from harness.evaluation.evaluate import Evaluation
 from harness.evaluation.runners import Runner
 from harness.evaluation.steps import Attempt, ItemRun, LoopResult
@@ -48,28 +53,34 @@ def run_loop(plan: CasePlan) -> LoopResult:
     """Produce, evaluate and revise one case until it passes or its attempts run out."""
     policy = plan.agent.policy
     case = plan.case
+    talk = Conversation(case.turns, case.system) if case.turns else None
     context = CheckContext(inputs=case.inputs, today=case.today or dt.datetime.now(dt.timezone.utc).date(),
-                           expected=case.expected)
-    max_attempts = policy.max_attempts if plan.reviser is not None else 1
+                           expected=case.expected, input_text=talk.user_text if talk else None)
+    max_attempts = policy.max_attempts if plan.reviser is not None and talk is None else 1
     run = ItemRun(plan.nodeid, plan.agent.name, case.id, plan.rubric, plan.threshold, plan.location, plan.events,
-                  plan.stop, capture=plan.capture)
+                  plan.stop, capture=plan.capture, variant=plan.agent.variant)
     run.start(max_attempts, operator_type=plan.agent.producer.kind, inputs=case.inputs,
               goal=case.description or plan.rubric.description or plan.rubric.title,
-              selection=SELECTION_DIMENSION if case.selection else None)
+              selection=SELECTION_DIMENSION if case.selection else None, expected=case.expected,
+              description=case.description)
     retries = 0  # attempts run again after an error whose exit code calls for a retry
     number = 0
     while number < max_attempts + retries:
         number += 1
         stop = False
         with run.attempt() as attempt:
-            attempt.produce(*_maker(plan, run, number))
+            maker, request = _maker(plan, run, number)
+            conversing = Conversing(maker, talk) if talk is not None else None  # answers each turn, in order
+            attempt.produce(conversing or maker, request)
             last = number == max_attempts + retries
-            evaluation = attempt.evaluate(judge=plan.judge, context=context, samples=plan.judge_samples,
-                                          about=Subject(plan.agent.name, case.id, number, case.inputs, case.expected),
-                                          revision_follows=not last)
+            about = Subject(plan.agent.name, case.id, number, case.inputs, case.expected,
+                            conversation=conversing.conversation if conversing else None)
+            evaluation = attempt.evaluate(judge=plan.judge, context=context, samples=plan.judge_samples, about=about,
+                                          revision_follows=not last, always_judge=policy.always_judge)
             status, outcome, stop, reason = _decide(evaluation, attempt, number, max_attempts + retries, policy,
                                                    [f for f in (*case.flags, *attempt.flags)
-                                                    if f in policy.escalate_conditions], plan.reviser)
+                                                    if f in policy.escalate_conditions], plan.reviser,
+                                                   revised=talk is None)
             attempt.finish(status, outcome, reason)
         if run.failed:
             if run.last.triage == "retry" and retries < policy.max_retries:
@@ -94,8 +105,10 @@ def _maker(plan: CasePlan, run: ItemRun, number: int) -> tuple[Runner, AgentRequ
 
 
 def _decide(evaluation: Evaluation, attempt: Attempt, number: int, max_attempts: int, policy: LoopPolicy,
-            flags: list[str], reviser: Runner | None) -> tuple[RecordStatus, Outcome, bool, str | None]:
-    """Return (record status, outcome, stop?, reason) for a scored attempt."""
+            flags: list[str], reviser: Runner | None, *, revised: bool = True
+            ) -> tuple[RecordStatus, Outcome, bool, str | None]:
+    """Return (record status, outcome, stop?, reason) for a scored attempt (``revised`` False: a conversation,
+    which its reviser never revises)."""
     verdict = evaluation.passed
     if verdict is None:
         return "escalated", "indeterminate", True, evaluation.indeterminate_reason
@@ -117,7 +130,9 @@ def _decide(evaluation: Evaluation, attempt: Attempt, number: int, max_attempts:
     gates = evaluation.failed_gates
     below = f"below min_score ({', '.join(gates)})" if gates else f"below threshold {evaluation.threshold:.2f}"
     why = f"{below} after {number} attempt{'s' * (number > 1)}"
-    if reviser is None and policy.max_attempts > 1:
+    if not revised and reviser is not None:
+        why += " (a conversation is not revised)"
+    elif reviser is None and policy.max_attempts > 1:
         why += " (no reviser configured, so no revision was tried)"
     if policy.escalate_on_fail:
         return "escalated", "escalated", True, why

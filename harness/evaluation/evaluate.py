@@ -8,6 +8,7 @@ bounds), and indeterminate otherwise.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import json
@@ -17,12 +18,15 @@ from typing import Any
 
 from harness.base import jsonschemas
 from harness.base.clock import utc_now
+from harness.base.conversation import reduce_turns
 from harness.base.errors import ModelUnavailable, ValidationFailed
 from harness.base.models import Dimension, DimensionScore, EvaluatorOutput, Rubric
 from harness.base.requests import JudgeRequest, Subject
 from harness.base.usage import Spend
 from harness.checks import CheckContext
 from harness.evaluation.artifact_items import count_items
+from harness.evaluation.conversation import check_turns
+from harness.evaluation.ensemble import Combined, combine, item_agreement, judges_of, sample_scores
 from harness.evaluation.runners import Runner, RunnerOutput
 
 SCORE_DECIMALS = 6
@@ -41,6 +45,7 @@ class DimensionVerdict:
     fixes: tuple[str, ...] = ()
     sample_scores: tuple[float, ...] = ()  # each judge sample's score, when there were several
     answer: dict[str, Any] = field(default_factory=dict)  # the judge's rating or label, on the dimension's own scale
+    judges: dict[str, dict[str, Any]] = field(default_factory=dict)  # a judge ensemble's: each judge's own answer
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,8 @@ class Evaluation:
     samples: list[float] = field(default_factory=list)
     items_evaluated: int = 1  # the artifact's items (a rubric's ``items:``), else the artifact itself
     reasoning: str | None = None  # what the judge wrote before its verdict (reasoning first, a parsed verdict)
+    # a judge ensemble's: its judges, those that answered, each dimension's votes and the agreement between them
+    judge_agreement: dict[str, Any] | None = None
 
     @property
     def model(self) -> str | None:
@@ -136,6 +143,9 @@ class Evaluation:
             metadata["sampleSpread"] = {"min": min(self.samples), "max": max(self.samples),
                                         "stdev": round(statistics.pstdev(self.samples), SCORE_DECIMALS)}
             metadata["unstable"] = self.unstable
+        if self.judge_agreement is not None:
+            metadata["judges"] = {**self.judge_agreement, "answers": {
+                name: d.judges for name, d in self.dimensions.items() if d.judges}}
         return EvaluatorOutput(
             overallScore=self.overall,
             passed=bool(self.passed),
@@ -253,23 +263,32 @@ def validation_errors(data: Any, schema: dict[str, Any]) -> list[str]:
 
 def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckContext,
              judge: Runner | None, about: Subject, samples: int = 1,
-             revision_follows: bool = True) -> Evaluation:
+             revision_follows: bool = True, always_judge: bool = False) -> Evaluation:
     """Score every dimension: checks first, then the judge for the rest (``samples`` times, concurrently).
 
     ``about`` names the agent, case, attempt and inputs the artifact answers. The judge is not called when
     the checks alone decide the verdict and nothing would read its feedback: a pass (nothing is revised),
-    or a fail when no revision follows (``revision_follows`` False: the last attempt, a calibration example)."""
+    or a fail when no revision follows (``revision_follows`` False: the last attempt, a calibration example);
+    unless ``always_judge`` (the agent's ``always_judge: true``), which wants a score for every item.
+
+    On a conversation (``about.conversation``) the artifact is its transcript, and a ``per_turn`` dimension scores
+    each reply instead: its check runs on each, the judge is asked once per reply with the conversation up to it
+    (docs/conversations.md)."""
     if rubric.transform is not None:  # the artifact as the rubric scores it; the record keeps it as produced
         artifact = rubric.transform.apply(artifact)
     verdicts: dict[str, DimensionVerdict] = {}
+    talk = about.conversation
     for dim in rubric.dimensions:
-        if dim.check is not None:
+        if dim.check is not None and dim.per_turn and talk is not None:
+            score, reason, fixes = check_turns(dim, talk, rubric.transform, context)
+            verdicts[dim.id] = DimensionVerdict(score, dim.weight, reason, "check", fixes)
+        elif dim.check is not None:
             seen = dim.transform.apply(artifact) if dim.transform is not None else artifact
             result = dim.check.run(seen, context)
             verdicts[dim.id] = DimensionVerdict(result.score, dim.weight, result.reason, "check", tuple(result.fixes))
     judged = [d.id for d in rubric.judged_dimensions]
     decided = _decided_by_checks(verdicts, rubric, threshold)
-    if judged and (decided == "pass" or (decided == "fail" and not revision_follows)):
+    if judged and not always_judge and (decided == "pass" or (decided == "fail" and not revision_follows)):
         why = (f"not judged: the checks already decide the verdict ({decided})"
                + ("" if decided == "pass" else " and no revision follows"))
         for dim in rubric.judged_dimensions:
@@ -278,15 +297,27 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
     feedback_parts: list[str] = []
     judge_fixes: list[str] = []
     spend, why_unknown, reported, reasoning = Spend(), None, None, None
+    agreement: dict[str, Any] | None = None
     sample_overalls: list[float] = []
+    whole = [d for d in rubric.judged_dimensions if d.id in judged and not (d.per_turn and talk is not None)]
+    if len(whole) < len(judged):  # a conversation's per_turn dimensions: the judge asked once per reply
+        by_turn, judge_fixes = _judge_turns(judge, about, rubric, [d for d in rubric.judged_dimensions
+                                                                   if d.id in judged and d.per_turn],
+                                            samples, threshold, spend)
+        verdicts.update(by_turn)
+        judged = [d.id for d in whole]
+        unscored = [name for name, verdict in by_turn.items() if verdict.score is None]
+        if unscored:
+            why_unknown = "not scored (indeterminate): the judge could not score " + ", ".join(unscored)
     if judged:
         try:
             answers = _sample_judge(judge, _judge_request(about, rubric, judged, artifact), samples)
         except ModelUnavailable as exc:
             why_unknown = f"not scored (indeterminate): {exc}"
             answers = []
+            spend.merge(getattr(exc, "spend", None) or Spend())  # a judge ensemble's judges that did answer
         if not answers:
-            for dim in rubric.judged_dimensions:
+            for dim in whole:
                 verdicts[dim.id] = DimensionVerdict(None, dim.weight, why_unknown or "not scored", "none")
         else:
             for answer in answers:
@@ -295,17 +326,27 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
             reported = first.get("overallScore")
             reasoning = str((first.get("metadata") or {}).get("reasoning") or "")[:MAX_ANSWER_TEXT] or None
             feedback_parts.append(str(first.get("feedback", "")).strip())
-            judge_fixes = [str(f) for a in answers for f in (a.data or {}).get("suggestedFixes", [])]
-            for dim in rubric.judged_dimensions:
-                verdicts[dim.id] = _combine_samples(dim, [a.data or {} for a in answers])
+            judge_fixes += [str(f) for a in answers for f in (a.data or {}).get("suggestedFixes", [])]
+            datas = [a.data or {} for a in answers]
+            ensemble = judges_of(first) is not None
+            if ensemble:  # several judges: each dimension their aggregate (harness.evaluation.ensemble)
+                combined = {dim.id: combine(dim, datas, threshold) for dim in whole}
+                for dim in whole:
+                    verdicts[dim.id] = _of_judges(dim, combined[dim.id])
+                agreement = item_agreement(datas, combined)
+            else:
+                for dim in whole:
+                    verdicts[dim.id] = _combine_samples(dim, datas)
             if len(answers) > 1:
-                checked = sum(v.weight * v.score for v in verdicts.values() if v.source == "check")
-                for data in answers:
-                    given = data.data["dimensionScores"]
-                    if all(not given[d.id].get("indeterminate") for d in rubric.judged_dimensions):
+                checked = sum(v.weight * v.score for name, v in verdicts.items()
+                              if v.score is not None and name not in {d.id for d in whole})
+                for data in datas:
+                    given = (sample_scores(whole, data, threshold) if ensemble else
+                             {d.id: None if data["dimensionScores"][d.id].get("indeterminate")
+                              else d.score_of(data["dimensionScores"][d.id]) for d in whole})
+                    if all(score is not None for score in given.values()):
                         sample_overalls.append(round(checked + sum(
-                            d.weight * d.score_of(given[d.id]) for d in rubric.judged_dimensions),
-                            SCORE_DECIMALS))
+                            d.weight * given[d.id] for d in whole), SCORE_DECIMALS))
             if any(v.score is None for v in verdicts.values()) and why_unknown is None:
                 why_unknown = "not scored (indeterminate): the judge could not score " + ", ".join(
                     k for k, v in verdicts.items() if v.score is None)
@@ -314,7 +355,7 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
     evaluation = Evaluation(rubric=rubric, threshold=threshold, dimensions=ordered, feedback="",
                             suggested_fixes=fixes, spend=spend, indeterminate_reason=why_unknown,
                             judge_reported_score=reported, samples=sample_overalls, reasoning=reasoning,
-                            items_evaluated=count_items(artifact, rubric.items))
+                            items_evaluated=count_items(artifact, rubric.items), judge_agreement=agreement)
     summary = _summary(evaluation)
     feedback = " ".join(p for p in [summary, *feedback_parts] if p)
     return Evaluation(**{**evaluation.__dict__, "feedback": feedback})
@@ -352,10 +393,57 @@ def _combine_samples(dim: Dimension, answers: list[dict[str, Any]]) -> Dimension
                             answer=dim.raw_answer(scored[0]) if len(scored) == 1 else {})
 
 
-def _judge_request(about: Subject, rubric: Rubric, judged: list[str], artifact: str) -> JudgeRequest:
+def _of_judges(dim: Dimension, combined: Combined) -> DimensionVerdict:
+    """A dimension a judge ensemble scored: the judges' scores stand where a single judge's samples would (a
+    review's confidence is then the share of judges agreeing on its verdict)."""
+    return DimensionVerdict(combined.score, dim.weight, combined.reason, "judge" if combined.score is not None
+                            else "none", sample_scores=combined.scores if len(combined.scores) > 1 else (),
+                            answer=combined.answer, judges=combined.judges)
+
+
+def _judge_request(about: Subject, rubric: Rubric, judged: list[str], artifact: str,
+                   turn: int | None = None) -> JudgeRequest:
+    """What the judge is asked about ``artifact``: on a conversation the transcript, or the reply to ``turn``
+    (with that turn's reference as the expected answer)."""
+    talk = about.conversation
+    expected = about.expected if turn is None or talk is None else talk.expected_at(turn)
     return JudgeRequest(agent=about.agent, case=about.case, attempt=about.attempt, inputs=about.inputs,
-                        expected=about.expected, artifact=artifact, rubric=rubric, dimensions=tuple(judged),
-                        schema=judge_schema(rubric, judged))
+                        expected=expected, artifact=artifact, rubric=rubric, dimensions=tuple(judged),
+                        schema=judge_schema(rubric, judged), conversation=talk, turn=turn)
+
+
+def _judge_turns(judge: Runner | None, about: Subject, rubric: Rubric, dims: list[Dimension], samples: int,
+                 threshold: float, spend: Spend) -> tuple[dict[str, DimensionVerdict], list[str]]:
+    """The ``per_turn`` judged dimensions: the judge asked about each reply (``samples`` times), given the
+    conversation up to it; each dimension's reply scores combined by its reducer. Adds the calls to ``spend``."""
+    talk = about.conversation
+    assert talk is not None
+    scored: dict[str, list[tuple[float | None, str]]] = {dim.id: [] for dim in dims}
+    fixes: list[str] = []
+    for turn, reply in enumerate(talk.replies, 1):
+        seen = rubric.transform.apply(reply) if rubric.transform is not None else reply
+        try:
+            answers = _sample_judge(judge, _judge_request(about, rubric, [d.id for d in dims], seen, turn), samples)
+        except ModelUnavailable as exc:  # no judge: the dimensions stay unscored, no later turn is asked
+            spend.merge(getattr(exc, "spend", None) or Spend())
+            for dim in dims:
+                scored[dim.id].append((None, f"not scored (indeterminate): {exc}"))
+            break
+        datas = [answer.data or {} for answer in answers]
+        for answer in answers:
+            spend.merge(answer.spend)
+        for dim in dims:
+            verdict = (_of_judges(dim, combine(dim, datas, threshold)) if judges_of(datas[0]) is not None
+                       else _combine_samples(dim, datas))
+            scored[dim.id].append((verdict.score, verdict.reason))
+        fixes += [f"turn {turn}: {fix}" for data in datas for fix in data.get("suggestedFixes", [])]
+    verdicts = {}
+    for dim in dims:
+        assert dim.per_turn is not None
+        score, reason = reduce_turns(dim.per_turn, scored[dim.id])
+        verdicts[dim.id] = DimensionVerdict(None if score is None else round(score, SCORE_DECIMALS), dim.weight,
+                                            reason, "judge" if score is not None else "none")
+    return verdicts, fixes
 
 
 def _sample_judge(judge: Runner | None, request: JudgeRequest, samples: int) -> list[RunnerOutput]:
@@ -364,8 +452,9 @@ def _sample_judge(judge: Runner | None, request: JudgeRequest, samples: int) -> 
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=samples, thread_name_prefix="harness-judge") as pool:
-        futures = [pool.submit(_ask_judge, judge, dataclasses.replace(request, sample=index))
-                   for index in range(samples)]
+        # each with this thread's context: the samples' model calls stay tied to the item
+        futures = [pool.submit(contextvars.copy_context().run, _ask_judge, judge,
+                               dataclasses.replace(request, sample=index)) for index in range(samples)]
         return [f.result() for f in futures]
 
 

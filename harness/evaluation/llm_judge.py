@@ -14,6 +14,7 @@ from harness.base.fields import one_line
 from harness.base.models import JudgeStyle, PromptFile, PromptTemplate, Rubric
 from harness.base.requests import JudgeRequest, render_template, rubric_as_text
 from harness.base.usage import Spend
+from harness.evaluation.ensemble import ask_judges
 from harness.evaluation.evaluate import SCORE_DECIMALS, answer_shape, validation_errors
 from harness.evaluation.runners import RunnerOutput
 from harness.llm import Message, ModelClient
@@ -29,7 +30,11 @@ class LlmJudge:
     With a ``template`` the judge's message is the template as written, its slots filled (a published judge
     prompt); without one, the evaluator prompt, the rubric and the examples are a cached system prefix and the
     message carries the inputs, the reference answer and the artifact. ``style`` says how the model commits:
-    at once, after reasoning in free text, or in free text that a pattern reads the verdict from."""
+    at once, after reasoning in free text, or in free text that a pattern reads the verdict from.
+
+    When ``client``'s settings carry a judge ensemble (``judge: {models: [...]}``), every judge of it is asked
+    exactly so, each on a client of its own sharing ``client``'s call policy (cache, limits, cost), and the answer
+    carries them all (harness.evaluation.ensemble)."""
 
     def __init__(self, prompt: PromptFile | None, client: ModelClient, *, template: PromptTemplate | None = None,
                  style: JudgeStyle = JudgeStyle()):
@@ -39,6 +44,12 @@ class LlmJudge:
         self.style = style
         self._prefixes: dict[tuple[str, str, tuple[str, ...]], str] = {}
         self._examples: dict[tuple[str, str], list[str]] = {}
+        ensemble = client.settings.ensemble
+        self.ensemble = ensemble
+        # the first judge is ``client`` itself (its settings are the first judge's): one client per model
+        self.judges = [] if ensemble is None else [
+            (judge.qualified, client if index == 0 else ModelClient(judge, policy=client.policy))
+            for index, judge in enumerate(ensemble.judges)]
 
     def stable_prefix(self, rubric: Rubric, dimension_ids: list[str]) -> str:
         """Everything that is the same for every artifact: sent as a cached prompt prefix.
@@ -87,29 +98,46 @@ class LlmJudge:
             return render_template(self.template, request), None
         reference = ("" if request.expected is None else
                      f"\n\n## Reference answer (what a correct answer says)\n{slots.as_text(request.expected)}")
-        message = (f"Evaluate this artifact.\n\n## Inputs\n```json\n{json.dumps(request.inputs, default=str)}\n```"
-                   f"{reference}\n\n## Artifact\n{request.artifact}")
+        inputs = f"\n\n## Inputs\n```json\n{json.dumps(request.inputs, default=str)}\n```"
+        talk = request.conversation
+        if talk is None:
+            message = f"Evaluate this artifact.{inputs}{reference}\n\n## Artifact\n{request.artifact}"
+        elif request.turn is None:  # a conversation: its transcript, whole (docs/conversations.md)
+            message = ("Evaluate this conversation: the assistant's replies to the user's turns."
+                       f"{inputs if request.inputs else ''}{reference}\n\n## Conversation\n{request.artifact}")
+        else:  # one reply, and the conversation up to it
+            message = (f"Evaluate the assistant's reply in turn {request.turn} of this conversation."
+                       f"{inputs if request.inputs else ''}\n\n## Conversation so far\n"
+                       f"{talk.transcript(request.turn, asking=True).rstrip()}{reference}\n\n## Reply to evaluate\n"
+                       f"{request.artifact}")
         return message, self.stable_prefix(request.rubric, list(request.dimensions))
 
     def run(self, request: JudgeRequest) -> RunnerOutput:
+        if self.ensemble is None:
+            return self._judge(self.client, request)
+        return ask_judges([(name, lambda client=client: self._judge(client, request)) for name, client in self.judges],
+                          self.ensemble.aggregate)
+
+    def _judge(self, client: ModelClient, request: JudgeRequest) -> RunnerOutput:
+        """One judge's answer to ``request``, from the model of ``client``."""
         message, prefix = self._message(request)
         extra = {"cache_extra": {"sample": request.sample}} if request.sample is not None else {}
         if self.style.verdict is not None:
-            return self._read_verdict(request, message, prefix, extra)
+            return self._read_verdict(client, request, message, prefix, extra)
         spend = Spend()
         history: tuple[Message, ...] = ()
         reasoning = None
         if self.style.reasoning_first:
             asked = message if self.template is not None else f"{message}\n\n{REASON_FIRST}"
-            reply = self.client.complete(system="", messages=[Message.user(asked)], cached_system_prefix=prefix,
-                                         **extra)
+            reply = client.complete(system="", messages=[Message.user(asked)], cached_system_prefix=prefix,
+                                    **extra)
             spend.merge(reply.spend)
             reasoning = reply.text
             history = (Message.user(asked), Message.assistant(reasoning or "(no reasoning)"))
             message = VERDICT_NOW
-        result = self.client.generate_json(system="", prompt=message, schema=request.schema,
-                                           tool_name="submit_evaluation", cached_system_prefix=prefix,
-                                           history=history, **extra)
+        result = client.generate_json(system="", prompt=message, schema=request.schema,
+                                      tool_name="submit_evaluation", cached_system_prefix=prefix,
+                                      history=history, **extra)
         spend.merge(result.spend)
         if not result.success:
             errors = result.validation_errors
@@ -123,7 +151,7 @@ class LlmJudge:
             data = {**data, "metadata": {**(data.get("metadata") or {}), "reasoning": reasoning}}
         return RunnerOutput(data=data, spend=spend)
 
-    def _read_verdict(self, request: JudgeRequest, message: str, prefix: str | None,
+    def _read_verdict(self, client: ModelClient, request: JudgeRequest, message: str, prefix: str | None,
                       extra: dict[str, Any]) -> RunnerOutput:
         """Free text, the verdict read from it by the pattern; an answer without a readable verdict on the
         dimension's levels is asked for once more, showing the model what was wrong."""
@@ -133,7 +161,7 @@ class LlmJudge:
         spend = Spend()
         problem = ""
         for _ in (1, 2):
-            reply = self.client.complete(system="", messages=messages, cached_system_prefix=prefix, **extra)
+            reply = client.complete(system="", messages=messages, cached_system_prefix=prefix, **extra)
             spend.merge(reply.spend)
             data, problem = verdict_from_text(reply.text, pattern, request)
             if data is not None:

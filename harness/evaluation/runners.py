@@ -7,6 +7,11 @@ three kinds see the same thing.
 A producer or reviser answers with the artifact text, or a JSON object
 ``{"artifact": "...", "flags": ["exec_level_partner"]}`` where flags can trigger escalation.
 An evaluator answers with EvaluatorOutput JSON (seed 000 section 2), which the judges validate.
+
+On a conversation case (docs/conversations.md) the producer is asked once per user turn
+(:class:`harness.evaluation.conversation.Conversing`), the conversation so far in the request's ``messages``: a
+``prompt`` or ``template`` runner sends them as chat messages, a ``python`` or ``command`` runner reads them in its
+request's JSON.
 """
 
 from __future__ import annotations
@@ -19,11 +24,13 @@ import signal
 import sys
 import sysconfig
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.base import exit_codes
+from harness.base import exit_codes, slots
+from harness.base.conversation import ChatMessage
 from harness.base.errors import AgentRunError, ExitCode, ValidationFailed
 from harness.base.models import AgentConfig, PromptTemplate, RunnerSpec
 from harness.base.redaction import child_environment
@@ -259,6 +266,13 @@ class PromptRunner:
     def run(self, request: AgentRequest) -> RunnerOutput:
         if request.role == "stage":
             return self._stage(request)
+        if request.messages:  # a conversation's turn: the prompt, the case's system prompt and inputs are the system
+            inputs = (f"The case's inputs:\n```json\n{json.dumps(request.inputs, indent=2, default=str)}\n```"
+                      if request.inputs else "")
+            system, chat = chat_messages(request.messages)
+            reply = self.client.complete(system="\n\n".join(filter(None, [self.prompt.text, system, inputs])),
+                                         messages=chat, batch=False)
+            return RunnerOutput(text=reply.text, spend=reply.spend)
         if request.role == "producer":
             ask = "Produce the artifact for these inputs. Answer with the artifact only."
             body: dict[str, Any] = {"inputs": request.inputs}
@@ -302,8 +316,26 @@ class TemplateRunner:
         self.client = client
 
     def run(self, request: AgentRequest) -> RunnerOutput:
+        if request.messages:  # a conversation's turn: each user message is the template filled with it as {input}
+            template = self.template
+
+            def filled(text: str) -> str:
+                return slots.render_text(template.text, lambda name: text if template.slot_for(name) == "input"
+                                         else request.slot(template.slot_for(name)))
+
+            system, chat = chat_messages(request.messages, filled)
+            reply = self.client.complete(system=system, messages=chat, batch=False)
+            return RunnerOutput(text=reply.text, spend=reply.spend)
         reply = self.client.complete(messages=[Message.user(render_template(self.template, request))], batch=False)
         return RunnerOutput(text=reply.text, spend=reply.spend)
+
+
+def chat_messages(messages: tuple[ChatMessage, ...], user: Callable[[str], str] = str) -> tuple[str, list[Message]]:
+    """A conversation's system prompt, and its other messages as a model's chat messages (each user message's text
+    through ``user``): user and assistant alternating, as they were said."""
+    system = "\n\n".join(message.content for message in messages if message.role == "system")
+    return system, [Message.user(user(message.content)) if message.role == "user"
+                    else Message.assistant(message.content) for message in messages if message.role != "system"]
 
 
 def signal_name(number: int) -> str:

@@ -155,19 +155,25 @@ class ItemRun:
     execution: Execution | None = None  # the assessment of this run: its gates and execution result
     confidence: float | None = None  # what a kind knows of how sure its verdict is (a review's confidence)
     selection: str | None = None  # the dimension saying whether the right agent or skill was chosen (gate 0)
+    variant: str | None = None  # the agent's variant it runs (``variants:``), recorded with each attempt
     _inputs: tuple[str, ...] = field(default=(), init=False, repr=False)
+    _case_data: dict[str, Any] | None = field(default=None, init=False, repr=False)  # what it was given, recorded
 
     def start(self, max_attempts: int, *, operator_type: str = "item", version: str | None = None,
               inputs: Mapping[str, Any] | None = None, goal: str | None = None,
-              preconditions: Sequence[Check] | None = None, selection: str | None = None) -> None:
+              preconditions: Sequence[Check] | None = None, selection: str | None = None,
+              expected: Any = None, description: str | None = None) -> None:
         """The run begins: its execution is invoked with ``inputs``; ``preconditions`` (gate 1) are checked now
-        when the kind gives them, else when the first attempt ends (an input rejected there fails the gate)."""
+        when the kind gives them, else when the first attempt ends (an input rejected there fails the gate).
+        ``inputs``, ``expected`` (the reference answer) and ``description`` are recorded once, when it ends."""
         self.events.emit(ItemStarted(self.nodeid, self.agent, self.case_id, max_attempts))
         self.execution = Execution(nodeid=self.nodeid, skill_id=self.agent, version=version,
                                    operator_type=operator_type, inputs=inputs or {}, events=self.events,
                                    capture=self.capture, location=self.location,
                                    goal_statement=goal or self.rubric.description or self.rubric.title)
         self._inputs = tuple(inputs or ())
+        if inputs is not None or expected is not None:
+            self._case_data = {"inputs": dict(inputs or {}), "expected": expected, "description": description}
         self.selection = selection
         if preconditions is not None:
             self.execution.gate(1, preconditions)
@@ -215,7 +221,7 @@ class ItemRun:
         result = dataclasses.replace(result, execution=self._execution_result(result))
         self.events.emit(ItemFinished(self.nodeid, result.outcome, result.final_score, len(self.attempts),
                                       result.spend, case_id=self.case_id, loop_result=result.contract(),
-                                      location=self.location))
+                                      location=self.location, case_data=self._case_data))
         return result
 
 
@@ -269,7 +275,7 @@ class Attempt:
         self.error: HarnessError | None = None  # what ended it, when an error did
         self.result: AttemptResult | None = None
         details = AttemptDetails(nodeid=run.nodeid, case_id=run.case_id, rubric_name=run.rubric.name,
-                                 threshold=run.threshold)
+                                 threshold=run.threshold, variant=run.variant)
         run.events.emit(AttemptStarted(run.nodeid, number, run.location, run.rubric.version, details,
                                        self.created_at))
 
@@ -294,7 +300,7 @@ class Attempt:
 
     def evaluate(self, *, judge: Runner | None = None, about: Subject | None = None,
                  context: CheckContext | None = None, samples: int = 1, revision_follows: bool = False,
-                 rubric: Rubric | None = None,
+                 rubric: Rubric | None = None, always_judge: bool = False,
                  shape_review: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Evaluation:
         """This attempt's artifact scored: the rubric's checks, then the judge for the rest; recorded. A review
         rubric's ReviewResult goes through ``shape_review`` before it is recorded, when a kind gives one (a
@@ -307,7 +313,8 @@ class Attempt:
         about = about or Subject(run.agent, run.case_id, self.number, dict(context.inputs), context.expected)
         scoring_started = time.monotonic()
         evaluation = evaluate(self.artifact, rubric=rubric, threshold=run.threshold, context=context, judge=judge,
-                              about=about, samples=samples, revision_follows=revision_follows)
+                              about=about, samples=samples, revision_follows=revision_follows,
+                              always_judge=always_judge)
         self.evaluation = evaluation
         self.outputs.append(RunnerOutput(spend=evaluation.spend))
         run.events.emit(Judged(run.nodeid, self.number, evaluation.overall, evaluation.passed, evaluation.spend,
@@ -367,7 +374,8 @@ class Attempt:
         usage = spend.usage
         commands = [command.wire() for out in self.outputs for command in out.commands] or None
         if evaluation is not None:
-            dims = {name: {"score": d.score, "weight": d.weight, "reason": d.reason, "source": d.source}
+            dims = {name: {"score": d.score, "weight": d.weight, "reason": d.reason, "source": d.source,
+                           **({"judges": d.judges} if d.judges else {})}  # a judge ensemble's own answers
                     for name, d in evaluation.dimensions.items()}
             feedback = evaluation.feedback
             if reason and reason not in feedback:
@@ -394,6 +402,7 @@ class Attempt:
             cache_read_tokens=usage.cache_read_tokens, cost_usd=spend.known_cost_usd, dimensions=dims,
             samples=(evaluation.samples or None) if evaluation else None, cached_answers=spend.cached,
             model_usage=spend.by_model() or None, cost_known=spend.cost_known, commands=commands,
+            variant=run.variant,
         )
         run.events.emit(AttemptFinished(run.nodeid, self.number, outcome, overall, spend, record, details,
                                         location=run.location))

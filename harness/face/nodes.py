@@ -22,7 +22,7 @@ from harness.base.events import item_span
 from harness.base.stop import StopRequested
 from harness.evaluation.items import ItemFailed, ItemKind, ItemResult, ItemSkipped, ItemSpec
 from harness.evaluation.steps import LoopResult
-from harness.face.report_text import failure_table, progress_printer
+from harness.face.report_text import ProgressLine, failure_table
 from harness.face.session import harness_session
 
 # An attempt cut short because the session stopped (-x, Ctrl-C, the cost cap): not a verdict.
@@ -96,9 +96,13 @@ class KindItem(pytest.Item):
         hs = harness_session(self.config)
         try:
             if hs.scheduler is not None and hs.scheduler.has(self.nodeid):
-                tick = progress_printer(self.config, hs, self.nodeid)
-                result = hs.scheduler.wait(self.nodeid, on_tick=tick,
-                                           tick_s=min(1.0, hs.progress_interval_s) if tick else 1.0)
+                progress = ProgressLine.of(self.config, hs, self.nodeid)
+                try:
+                    result = hs.scheduler.wait(self.nodeid, on_tick=progress.tick if progress else None,
+                                               tick_s=min(1.0, hs.progress_interval_s) if progress else 1.0)
+                finally:
+                    if progress is not None:
+                        progress.clear()
             else:
                 result = self.run_item()
         except (StopRequested, CancelledError):
@@ -118,7 +122,7 @@ class KindItem(pytest.Item):
             return
         spec = self.spec
         self.user_properties.extend(ItemResult.of_run(
-            result, kind=self.kind.name, agent=spec.agent, case=spec.case,
+            result, kind=self.kind.name, agent=spec.agent, case=spec.case, variant=spec.variant,
             rubric=spec.rubrics[0] if spec.rubrics else None, threshold=spec.threshold,
             cycle=hs.cycle_id).properties())
         if result.outcome == "passed":
@@ -139,7 +143,7 @@ class KindItem(pytest.Item):
         error = excinfo.value
         if isinstance(error, LoopFailed):
             return failure_table(error.result, self.spec.agent or self.name, self.spec.case or self.name,
-                                 self.spec.threshold or 0.0)
+                                 self.spec.threshold or 0.0, self.spec.variant)
         if isinstance(error, HarnessConfigError):
             return error.message(self.config.rootpath)
         if isinstance(error, (ItemFailed, HarnessError)):

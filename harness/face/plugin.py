@@ -357,11 +357,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         return
     from harness.face.report_text import (
         not_run_by_cost_cap,
+        pairwise_lines,
         result_of,
         summary_lines,
         tally,
         unconfined_line,
         unpriced_models,
+        variant_lines,
         verdict_word,
     )
 
@@ -369,7 +371,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
                for r in terminalreporter.stats.get(key, []) if getattr(r, "when", "call") == "call"]
     results = [(r.nodeid, result_of(r), verdict_word(r)) for r in reports]
     tallies = tally(results)
-    if not tallies:
+    comparisons = variant_lines(results) + pairwise_lines(results)
+    if not tallies and not comparisons:
         return
     ours = [result for _, result, _ in results if result is not None]
     cycles = sorted({result.cycle for result in ours if result.cycle})
@@ -379,7 +382,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
     for note in filter(None, (reconciliation_note(config.stash[SETTINGS]["work_dir"], c) for c in cycles)):
         terminalreporter.write_line(note, yellow=True)  # what this session finished of a killed one's records
-    for line in summary_lines(tallies):
+    for line in (summary_lines(tallies) if tallies else []) + comparisons:
         terminalreporter.write_line(line)
     for model in unpriced_models(ours):  # the cost column leaves them out
         from harness.llm.prices import missing_price_line

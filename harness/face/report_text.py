@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
+import shutil
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -11,7 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.base.usage import shown_cost
-from harness.evaluation.items.result import ItemResult
+from harness.evaluation.comparison import GridEntry, PairwiseTable, pair_entry, pairwise_tables, variant_grids
+from harness.evaluation.ensemble import agreement_lines
+from harness.evaluation.items.result import ItemResult, item_title
 from harness.evaluation.steps import LoopResult
 
 REASON_WIDTH = 90
@@ -34,7 +39,7 @@ def _score(value: float | None) -> str:
     return "  -  " if value is None else f"{value:.2f}"
 
 
-def failure_table(result: LoopResult, agent: str, case: str, threshold: float) -> str:
+def failure_table(result: LoopResult, agent: str, case: str, threshold: float, variant: str | None = None) -> str:
     """Why an item did not pass: each dimension (score, weight, reason), the fixes, the artifacts."""
     attempts = f"{result.final_attempt} attempt{'s' * (result.final_attempt != 1)}"
     score = result.final_score
@@ -48,7 +53,7 @@ def failure_table(result: LoopResult, agent: str, case: str, threshold: float) -
         "validation_failed": f"VALIDATION FAILED on attempt {result.final_attempt}: {result.escalation_reason}",
     }.get(result.outcome, result.outcome)
     headline, _, trace = headline.partition("\n")  # an agent's crash: its own frames follow the line
-    lines = [f"{agent}[{case}] {headline}", *([trace] if trace else [])]
+    lines = [f"{item_title(agent, case, variant)} {headline}", *([trace] if trace else [])]
     evaluation = result.last_evaluation
     if evaluation is not None:
         width = max(len("dimension"), *(len(n) for n in evaluation.dimensions))
@@ -93,6 +98,7 @@ class RubricTally:
     cost_complete: bool = True  # no item called a model without a price
     # per dimension with a scale or choices: how often the judge gave each rating or label
     answers: dict[str, Counter[str | int]] = field(default_factory=dict)
+    judge_agreement: list[dict[str, Any]] = field(default_factory=list)  # judge ensembles' votes, per item
 
     def add(self, result: ItemResult, nodeid: str = "", word: str = "") -> None:
         """One item; ``word`` is pytest's verdict on it (passed, failed, skipped, xfailed, xpassed)."""
@@ -123,6 +129,8 @@ class RubricTally:
             self.unstable.append(nodeid)
         for dim_id, given in result.answers().items():
             self.answers.setdefault(dim_id, Counter())[given] += 1
+        if result.judge_agreement:
+            self.judge_agreement.append(result.judge_agreement)
 
 
 def tally(results: Iterable[tuple[str, ItemResult | None, str]]) -> dict[str, RubricTally]:
@@ -195,31 +203,72 @@ def summary_lines(tallies: dict[str, RubricTally]) -> list[str]:
         for dim_id, counts in t.answers.items():
             shown = ", ".join(f"{answer} x{n}" for answer, n in sorted(counts.items(), key=lambda kv: str(kv[0])))
             notes.append(f"{name}: {dim_id} answered {shown} (the judge's own labels or ratings, last attempts)")
-    return lines + notes
+    return lines + notes + agreement_lines(a for t in tallies.values() for a in t.judge_agreement)
 
 
-def progress_printer(config: Any, hs: Any, nodeid: str) -> Callable[[], None] | None:
-    """A callback for the main thread that prints a progress line at most every interval, through pytest's
-    terminal reporter with pytest's capture suspended: the item being waited for is in its call phase, whose
-    output pytest captures (a line written plainly there would be swallowed, as pytest's live logging avoids)."""
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if hs.progress_interval_s <= 0 or reporter is None:
-        return None
-    capture = config.pluginmanager.get_plugin("capturemanager")
+class ProgressLine:
+    """Progress while the main thread waits for an item, through pytest's terminal reporter with pytest's capture
+    suspended: the item waited for is in its call phase, whose output pytest captures (a line written plainly there
+    would be swallowed, as pytest's live logging avoids).
 
-    def tick() -> None:
-        now = time.monotonic()
-        if now - hs.last_progress < hs.progress_interval_s:
+    On a terminal the progress is one status at the end of the current line, rewritten each tick and erased before
+    pytest writes the item's result (:meth:`clear`), so nothing of it stays behind. Elsewhere (CI logs, pipes) it is a
+    plain line every ``harness_progress_interval``."""
+
+    def __init__(self, config: Any, hs: Any, nodeid: str):
+        self.config, self.hs, self.nodeid = config, hs, nodeid
+        self.reporter = config.pluginmanager.get_plugin("terminalreporter")
+        self.capture = config.pluginmanager.get_plugin("capturemanager")
+        self.in_place = bool(getattr(self.reporter, "isatty", False)) and os.environ.get("TERM") != "dumb"
+        self.status = ""  # the status now on the terminal
+
+    @classmethod
+    def of(cls, config: Any, hs: Any, nodeid: str) -> ProgressLine | None:
+        """The progress of this wait; None when progress is off (interval 0) or there is no terminal reporter."""
+        if hs.progress_interval_s <= 0 or config.pluginmanager.get_plugin("terminalreporter") is None:
+            return None
+        return cls(config, hs, nodeid)
+
+    def _uncaptured(self) -> Any:
+        return self.capture.global_and_fixture_disabled() if self.capture is not None else contextlib.nullcontext()
+
+    def tick(self) -> None:
+        if self.in_place:
+            with self._uncaptured():
+                self._rewrite(self.hs.progress_brief())
             return
-        hs.last_progress = now
-        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
-            reporter.write_line(hs.progress_text())
+        now = time.monotonic()
+        if now - self.hs.last_progress < self.hs.progress_interval_s:
+            return
+        self.hs.last_progress = now
+        with self._uncaptured():
+            self.reporter.write_line(self.hs.progress_text())
             # the item waited for gets its place again: its file (and its result after it), as after a live log
-            reporter.currentfspath = None
-            if reporter.verbosity <= 0:
-                reporter.write_fspath_result(nodeid, "")
+            self.reporter.currentfspath = None
+            if self.reporter.verbosity <= 0:
+                self.reporter.write_fspath_result(self.nodeid, "")
 
-    return tick
+    def clear(self) -> None:
+        """Erase the status written in place, leaving the line as pytest left it."""
+        if self.status:
+            with self._uncaptured():
+                self._rewrite("")
+
+    def _rewrite(self, status: str) -> None:
+        # Written to the reporter's stream, not through it: the terminal writer measures the line it is on to
+        # align pytest's percentage, and the status must not count. Backspaces, not escape codes, and ASCII: any terminal.
+        writer = getattr(self.reporter, "_tw", None)
+        stream = getattr(writer, "_file", None) or sys.stdout
+        room = shutil.get_terminal_size().columns - getattr(writer, "width_of_current_line", 0) - 3
+        status = f"  {status}" if status and room >= 20 else ""
+        if len(status) > room:
+            status = status[:room - 3] + "..."
+        if status == self.status:
+            return
+        shown = len(self.status)
+        stream.write("\b" * shown + status + " " * max(0, shown - len(status)) + "\b" * max(0, shown - len(status)))
+        stream.flush()
+        self.status = status
 
 
 class WorkersProgress:
@@ -230,6 +279,7 @@ class WorkersProgress:
         self.config, self.interval_s = config, interval_s
         self.total = 0
         self.done: set[str] = set()
+        self.harness_items = 0
         self.cost_usd = 0.0
         self.cost_complete = True
         self.started = self.last = time.monotonic()
@@ -243,10 +293,11 @@ class WorkersProgress:
         self.done.add(report.nodeid)
         result = ItemResult.read(getattr(report, "user_properties", ()) or ())
         if result is not None:
+            self.harness_items += 1
             self.cost_usd += result.cost_usd
             self.cost_complete = self.cost_complete and result.cost_known
         now = time.monotonic()
-        if now - self.last < self.interval_s:
+        if now - self.last < self.interval_s or not self.harness_items:  # a session of plain tests: pytest's own
             return
         self.last = now
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -319,3 +370,71 @@ def unconfined_line(results: Iterable[ItemResult]) -> str | None:
         return None
     named = ", ".join(f"{name} ({n} item{'s' * (n != 1)})" for name, n in sorted(items.items()))
     return f"ran without the sandbox (ini harness_unconfined): {named}"
+
+
+def _grid_entries(results: Iterable[tuple[str, ItemResult | None, str]]) -> list[GridEntry]:
+    """The items of agents with variants, as the variant grid reads them, from ``(nodeid, result, pytest's word)``."""
+    return [GridEntry(agent=result.agent or "", rubric=result.rubric, variant=result.variant, case=result.case or nodeid,
+                      score=result.score, passed=None if (p := VERDICT_PASSED.get(word)) is None else bool(p),
+                      cost_usd=result.cost_usd, cost_known=result.cost_known, no_score=result.no_score)
+            for nodeid, result, word in results if result is not None and result.variant]
+
+
+def variant_lines(results: Iterable[tuple[str, ItemResult | None, str]]) -> list[str]:
+    """Per agent with variants, from ``(nodeid, result, pytest's word)``: each variant's pass rate and mean score with
+    their 95% intervals and its cost, and each variant against the best, case by case."""
+    lines: list[str] = []
+    for grid in variant_grids(_grid_entries(results)):
+        lines.append(f"{grid.agent}: {len(grid.variants)} variants x {len(grid.cases)} cases"
+                     + (f", scored by {grid.rubric}" if grid.rubric else ""))
+        header = ("variant", "items", "passed", "pass rate [95% CI]", "mean score [95% CI]", "cost")
+        rows = []
+        for name, column in grid.variants.items():
+            rate, mean = column.pass_rate, column.mean
+            decided = len(column.decided)
+            rows.append((name, str(len(column.cells)), str(column.passed),
+                         f"{rate.percent()} of {decided}" if rate is not None else "-",
+                         (mean.text() + (f" ({mean.n}/{len(column.cells)})" if mean.n < len(column.cells) else ""))
+                         if mean is not None else "-", column.cost))
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        for row in [header, *rows]:
+            lines.append("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                                          for i, (c, w) in enumerate(zip(row, widths))))
+        comparisons = grid.comparisons()
+        if comparisons:
+            lines.append(f"  each against the best ({comparisons[0].best}), case by case: scores over the cases both "
+                         "scored, verdicts over the cases both decided"
+                         + (" (p-values Holm-adjusted for the comparisons)" if len(comparisons) > 1 else "") + ":")
+            lines += [f"    {comparison.text()}" for comparison in comparisons]
+    return lines
+
+
+def pairwise_lines(results: Iterable[tuple[str, ItemResult | None, str]]) -> list[str]:
+    """Per pairwise comparison: each pair's wins, ties (and how many were the two orders disagreeing), the first
+    side's win rate with its 95% interval, and with three sides or more their Bradley-Terry ranking."""
+    entries = [entry for _, result, _ in results if result is not None
+               for entry in [pair_entry(result.agent, result.variant, result.case, result.dimensions)] if entry]
+    lines: list[str] = []
+    for table in pairwise_tables(entries):
+        lines.append(f"{table.comparison}: pairwise over {len(table.cases)} cases, each judged in both orders")
+        lines += ["  " + line for line in pair_rows(table)]
+        ranking = table.ranking()
+        if ranking:
+            lines.append("  Bradley-Terry ranking (strengths: A beats B with chance A / (A + B)): " + ", ".join(
+                f"{n}. {side} {strength:.0%}" for n, (side, strength) in enumerate(ranking, 1)))
+    return lines
+
+
+def pair_rows(table: PairwiseTable) -> list[str]:
+    """The table of a comparison's pairs, aligned."""
+    header = ("pair", "first wins", "second wins", "ties (orders disagreed)", "first's win rate [95% CI]", "p")
+    rows = []
+    for pair, t in table.pairs.items():
+        rate = t.win_rate
+        rows.append((pair, str(t.a_wins), str(t.b_wins), f"{t.ties} ({t.inconsistent})",
+                     f"{rate.percent()} of {t.judged}" if rate is not None else "-", f"{t.p_value:.3g}"))
+        if t.unjudged:
+            rows[-1] = (*rows[-1][:-1], rows[-1][-1] + f"  ({t.unjudged} not judged)")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+            for row in [header, *rows]]

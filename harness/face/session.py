@@ -150,6 +150,23 @@ class HarnessSession:
             text += f"; {self.batch_status}"
         return text
 
+    def progress_brief(self) -> str:
+        """The progress line's figures, short enough for the rest of a terminal line:
+        ``[harness 3/10, $0.0123, 2 in flight, 1 cached, 4.0 s rate wait, ~45 s left]``."""
+        done = self.scheduler.done if self.scheduler else 0
+        total = self.scheduler.total if self.scheduler else 0
+        unpriced = bool(self._policy.stats.unpriced_models) if self._policy is not None else False
+        parts = [f"harness {done}/{total}", shown_cost(self.spent_usd, not unpriced)]
+        stats = self.call_stats()
+        if stats:
+            parts += [f"{stats.get('in_flight', 0)} in flight", f"{stats.get('cache_hits', 0)} cached"]
+            if stats.get("rate_wait_s"):
+                parts.append(f"{stats['rate_wait_s']:.1f} s rate wait")
+        left = self.scheduler.seconds_left() if self.scheduler else None
+        if left is not None:
+            parts.append(f"~{duration(left)} left")
+        return "[" + ", ".join(parts) + "]"
+
     def call_stats(self) -> dict[str, Any]:
         return self._policy.stats.snapshot() if self._policy is not None else {}
 
@@ -253,10 +270,11 @@ class HarnessSession:
         case when the agent has several items in the session)."""
         agent = spec.agent or spec.name
         shared = self.items_per_agent.get(agent, 1) > 1
-        location = self.store.location(self.cycle_id, agent, (spec.case or spec.name) if shared else None)
+        location = self.store.location(self.cycle_id, agent, (spec.case or spec.name) if shared else None,
+                                       spec.variant)
         threshold = spec.threshold if spec.threshold is not None else rubric.effective_threshold(DEFAULT_THRESHOLD)
         return ItemRun(nodeid, agent, spec.case or spec.name, rubric, threshold, location, self.events, self.stop,
-                       capture=self.capture)
+                       capture=self.capture, variant=spec.variant)
 
     def item_kinds(self) -> list[ItemKind]:
         return item_kinds(self.config)

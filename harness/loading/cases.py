@@ -8,17 +8,19 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness.base.conversation import reference_transcript
 from harness.base.fields import ID_PATTERN, Fields, Section
 from harness.base.models import AgentConfig, Case, Dimension
 from harness.base.yamlfile import LineDict, load_yaml
 from harness.checks import CheckParser
 from harness.checks.compare import SelectedCheck, parse_values
+from harness.loading.conversations import parse_turns, read_case_turns
 from harness.loading.datasets import dataset_rows
 from harness.loading.inputs import load_inputs
 from harness.loading.rubrics import DIMENSION_KEYS, parse_dimension
 
 _CASE_KEYS = ("id", "inputs", "flags", "today", "description", "agent", "expected", "criteria", "checks",
-              "selection")
+              "selection", "turns", "system")
 SELECTION_DIMENSION = "selection"  # the dimension a case's ``selection:`` adds: the selection gate reads it
 
 
@@ -65,14 +67,23 @@ def load_cases(path: Path, *, agents: Mapping[str, AgentConfig], input_roots: Se
             raise case.fields.expected("today", "a date", today, "write YYYY-MM-DD")
         inputs = {**shared_inputs, **load_inputs(case.raw.get("inputs") or {}, path, case.sub("inputs"), path.parent,
                                                  roots)}
+        talk = read_case_turns(case)  # a conversation's turns and system prompt (docs/conversations.md)
         cases.append(Case(id=case_id, agent=agent, path=path, line=item.line if isinstance(item, LineDict) else 0,
                           inputs=inputs, flags=case.text_list("flags"), today=today,
-                          description=case.text("description"), expected=case.raw.get("expected"),
-                          **with_selection(case, additions(case, import_root or path.parent, check_kinds))))
+                          description=case.text("description"), expected=_expected(case.raw.get("expected"), talk),
+                          **talk, **with_selection(case, additions(case, import_root or path.parent, check_kinds))))
     if "dataset" in top:
         cases.extend(_dataset_cases(top, path, roots, default_agent, shared_inputs, agents, seen,
                                     import_root or path.parent, check_kinds))
     return cases
+
+
+def _expected(expected: Any, talk: dict[str, Any]) -> Any:
+    """A case's reference answer; a conversation without one has its references' transcript, when every turn has
+    a reference reply."""
+    if expected is not None or not talk:
+        return expected
+    return reference_transcript(talk["turns"], talk["system"])
 
 
 T = TypeVar("T")
@@ -209,5 +220,9 @@ def _dataset_cases(top: Section, path: Path, roots: Sequence[Path], agent: str |
                                      "write `inputs: {name: \"{column}\"}`")
         added = additions(Section(row, row_place), import_root, check_kinds) if (
             "criteria" in row or "checks" in row) else {}
+        talk: dict[str, Any] = {}
+        if "messages" in row:  # a chat message list kept as messages: a conversation (docs/conversations.md)
+            turns, system = parse_turns(row["messages"], row_place.nested("messages"), strict=False)
+            talk = {"turns": turns, "system": system}
         yield Case(id=case_id, agent=agent, path=path, line=line, inputs={**shared, **inputs},
-                   expected=row.get("expected"), **added)
+                   expected=_expected(row.get("expected"), talk), **talk, **added)

@@ -2,6 +2,7 @@
 
     dataset: {file: data/qa.jsonl, id: "{id}", inputs: {question: "{question}"}, expected: "{answer}", limit: 500}
     dataset: {hf: openai/gsm8k, config: main, split: test, inputs: {question: "{question}"}, expected: "{answer}"}
+    dataset: {file: data/chats.jsonl, messages: "{messages}"}       # each row a conversation
 
 Exactly one source: ``file`` (a .jsonl, .csv or .json file inside the project, relative to the case file) or
 ``hf`` (a Hugging Face dataset read through the ``datasets`` package, ``pip install 'pytest-rubric[datasets]'``:
@@ -16,9 +17,10 @@ a template that is exactly one slot keeps the column's value as it is (a number 
 ``id`` defaults to ``row-N`` (N counts data rows from 1, ``{_row}``), ``inputs`` to the whole row, ``expected``
 to none. ``criteria`` and ``checks`` are a case's added dimensions (the formats of a case's ``criteria:`` and
 ``checks:``), filled per row like ``expected``; in them, a case's own slot (``{input}``, ``{expected}``,
-``{inputs.NAME}``) that the row has no column for stays as written, for the case to fill. Each template given
-is in the row :func:`dataset_rows` returns (``id``, ``inputs``, and ``expected``, ``criteria``, ``checks``
-when given).
+``{inputs.NAME}``) that the row has no column for stays as written, for the case to fill. ``messages`` (usually
+``"{messages}"``) is a chat message list kept as messages: each row a conversation (docs/conversations.md), whose
+``inputs`` then default to none. Each template given is in the row :func:`dataset_rows` returns (``id``,
+``inputs``, and ``expected``, ``messages``, ``criteria``, ``checks`` when given).
 
 ``limit`` keeps the first N rows (reading stops there: the row after the last one kept is never read),
 ``sample`` keeps N rows drawn with ``seed`` (default 0), in file order unless ``shuffle: true``. For ``sample``
@@ -46,7 +48,7 @@ from harness.loading.inputs import input_path, inside
 
 SOURCES = ("file", "hf")
 HF_KEYS = ("split", "config", "revision")
-TEMPLATE_KEYS = ("id", "inputs", "expected", "criteria", "checks")
+TEMPLATE_KEYS = ("id", "inputs", "expected", "messages", "criteria", "checks")
 DATASET_KEYS = (*SOURCES, *HF_KEYS, *TEMPLATE_KEYS, "limit", "sample", "seed", "shuffle")
 CASE_FILLED = ("criteria", "checks")  # templates whose case slots a row lacks stay for the case to fill
 DATASET_SUFFIXES = (".jsonl", ".csv", ".json")
@@ -71,8 +73,8 @@ class Source(NamedTuple):
 
 
 def dataset_rows(raw: Any, fields: Fields, base: Path, roots: Sequence[Path]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The rows ``dataset:`` selects, as (row number, case fields: ``id``, ``inputs``, ``expected``, ``criteria``,
-    ``checks``, the last three when given)."""
+    """The rows ``dataset:`` selects, as (row number, case fields: ``id``, ``inputs``, ``expected``, ``messages``,
+    ``criteria``, ``checks``, the last four when given)."""
     spec = fields.section(raw, known=DATASET_KEYS, required_any=SOURCES,
                           example="`dataset: {file: data/qa.jsonl, inputs: {question: \"{question}\"}}` or "
                                   "`dataset: {hf: NAME, split: test}`")
@@ -132,7 +134,9 @@ def _templates(spec: Section) -> dict[str, Any]:
     templates: dict[str, Any] = {"id": spec.text("id", "row-{_row}"), "inputs": spec.raw.get("inputs")}
     if templates["inputs"] is not None:
         spec.fields.section(templates["inputs"], known=None)  # a mapping of input names to templates
-    for key in ("expected", *CASE_FILLED):
+    elif "messages" in spec:
+        templates["inputs"] = {}  # a conversation's row is its messages: no inputs unless named
+    for key in ("expected", "messages", *CASE_FILLED):
         if key in spec:
             templates[key] = spec.raw[key]
     return templates

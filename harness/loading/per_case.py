@@ -14,9 +14,11 @@ from harness.base import slots
 from harness.base.errors import HarnessConfigError
 from harness.base.models import AgentConfig, Case, Dimension, Rubric
 from harness.checks.base import check_slots
+from harness.loading.conversations import conversation_problem, user_text
 
-# The slots a template fills without the case: the artifact, the judged dimensions, a reviser's feedback.
-_FILLED_BY_THE_HARNESS = frozenset({"output", "criteria", "rubric", "steps", "feedback"})
+# The slots a template fills without the case: the artifact (a conversation's transcript), the judged dimensions,
+# a reviser's feedback.
+_FILLED_BY_THE_HARNESS = frozenset({"output", "transcript", "criteria", "rubric", "steps", "feedback"})
 
 
 def rubric_text_slots(rubric: Rubric) -> list[str]:
@@ -81,6 +83,9 @@ class CaseFit:
             elif len(judged) > 1:
                 raise _case_error(case, f"the verdict pattern's one group cannot give {len(judged)} judged "
                                   f"dimensions ({', '.join(judged)})", "name a group per dimension: (?P<id>...)")
+        problem = conversation_problem(case, rubric, self.agent) if case.turns else None
+        if problem is not None:
+            raise _case_error(case, *problem)
 
 
 def with_additions(rubric: Rubric, case: Case) -> Rubric:
@@ -100,7 +105,8 @@ def with_additions(rubric: Rubric, case: Case) -> Rubric:
 
 def _filled(rubric: Rubric, case: Case) -> Rubric:
     def fill(text: str) -> str:
-        return slots.render_text(text, lambda name: slots.case_value(name, case.inputs, case.expected))
+        return slots.render_text(text, lambda name: slots.case_value(name, case.inputs, case.expected,
+                                                                     input_text=user_text(case)))
 
     def filled_dimension(dim: Dimension) -> Dimension:
         return dim.model_copy(update={

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.base import jsonschemas, slots
+from harness.base.conversation import TURN_REDUCERS
 from harness.base.errors import HarnessConfigWarning
 from harness.base.fields import Fields, Section
 from harness.base.models import DEFAULT_THRESHOLD, Dimension, Examples, ItemsSpec, Rubric
@@ -68,7 +69,7 @@ def _check(section: Section, import_root: Path, check_kinds: Mapping[str, CheckP
 
 
 DIMENSION_KEYS = ("weight", "description", "scoring", "check", "name", "scale", "choices", "exhaustive",
-                  "min_score", "steps", "transform")
+                  "min_score", "steps", "transform", "per_turn")
 
 
 def _load_dimension_rubric(raw: Any, place: Fields, import_root: Path, examples: bool = True,
@@ -143,7 +144,10 @@ def parse_dimension(dim_id: str, dim: Section, weight: float, import_root: Path,
                      scoring=scoring, check=check, scale=scale, choices=choices,
                      choice_text=_choice_descriptions(dim), exhaustive=exhaustive,
                      min_score=dim.number("min_score", low=0.0, high=1.0),
-                     steps=dim.text_list("steps"), transform=_transform(dim, import_root))
+                     steps=dim.text_list("steps"), transform=_transform(dim, import_root),
+                     # a conversation's replies scored one by one (docs/conversations.md)
+                     per_turn=dim.choice("per_turn", tuple(TURN_REDUCERS), "way to combine the turns' scores")
+                     if "per_turn" in dim else None)
 
 
 def _scale(dim: Section) -> tuple[int, int] | None:

@@ -13,8 +13,10 @@ from typing import Any
 from harness.base.errors import HarnessConfigError, did_you_mean
 from harness.base.fields import Fields, Section, is_number
 from harness.base.models import (
+    JUDGE_AGGREGATES,
     STRUCTURED_OUTPUT,
     AgentConfig,
+    JudgeEnsemble,
     JudgeStyle,
     LoopPolicy,
     ModelSettings,
@@ -27,16 +29,20 @@ from harness.base.yamlfile import load_yaml, read_text
 from harness.llm.providers import model_problem
 from harness.loading.prompts import load_prompt
 from harness.loading.rubrics import RUBRIC_SUFFIXES, find_rubric, rubric_files, rubric_identity
+from harness.loading.variants import MODEL_AXES, agent_variants, variant_error
 
 BUILTIN_RUNNER_KINDS = ("prompt", "template", "python", "command")
 MODEL_RUNNER_KINDS = ("prompt", "template")  # the kinds the harness runs on a model itself
 THRESHOLDS_FILE = "thresholds.yaml"
 _POLICY_KEYS = ("threshold", "max_attempts", "max_retries", "escalate_on_fail", "margin_required", "borderline_margin",
-                "escalate_conditions")
+                "escalate_conditions", "always_judge")
 _DEFAULT_KEYS = ("pass_threshold", "max_attempts", "max_retries", "escalate_on_fail", "borderline_margin", "escalate_conditions",
-                 "escalation_fails_gate")
-_MODEL_KEYS = ("model", "temperature", "max_tokens", "timeout_s", "max_retries", "base_url", "api_key_env",
-               "structured_output")
+                 "escalation_fails_gate", "always_judge")
+_ONE_MODEL_KEYS = ("model", "temperature", "max_tokens", "timeout_s", "max_retries", "base_url", "api_key_env",
+                   "structured_output")
+_ENSEMBLE_KEYS = ("models", "aggregate")  # a judge ensemble (docs/model-calls.md, "Judge ensembles"): judge: only
+_MODEL_KEYS = _ONE_MODEL_KEYS + _ENSEMBLE_KEYS
+_MODELS_EXAMPLE = "`models: [claude-sonnet-4-6, openai/gpt-4.1, mock/score-0.8]`"
 _COMMAND_OPTIONS = ("timeout_s", "env", "network", "read", "write", "memory_mb")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -74,6 +80,7 @@ def load_suite(path: Path, *, rubrics_dir: Path, runner_kinds: Iterable[str],
         borderline_margin=defaults.number("borderline_margin", 0.0, low=0.0, high=1.0),
         escalate_conditions=defaults.text_list("escalate_conditions", single=False),
         escalation_fails_gate=defaults.boolean("escalation_fails_gate", True),
+        always_judge=defaults.boolean("always_judge", False),
     )
     judge = _model_settings(top.section("judge", known=_MODEL_KEYS), ModelSettings())
     production = _model_settings(top.section("model", known=_MODEL_KEYS), ModelSettings())
@@ -110,6 +117,7 @@ def _check_policy(section: Section) -> None:
     section.integer("max_retries", 0, low=0)
     section.boolean("escalate_on_fail", True)
     section.boolean("escalation_fails_gate", True)
+    section.boolean("always_judge", False)
     section.text_list("escalate_conditions", single=False)
 
 
@@ -129,7 +137,74 @@ def _merged(own: Mapping[str, Any], extra: Mapping[str, Any], own_path: Path, ex
 
 
 def _model_settings(section: Section, base: ModelSettings) -> ModelSettings:
-    """A ``judge:`` or ``model:`` section over ``base`` (the level above it, else the defaults)."""
+    """A ``judge:`` or ``model:`` section over ``base`` (the level above it, else the defaults).
+
+    A ``judge:`` section may name an ensemble: ``models:`` (each a model name, or a mapping of the model keys for
+    that judge alone) and ``aggregate:``; its other keys are every judge's. Over an ensemble, a section that names
+    no ``model:`` keeps the ensemble, its keys applied to every judge; one that names ``model:`` is that one judge.
+    """
+    if section.fields.field.rpartition(".")[2] != "judge":
+        for key in _ENSEMBLE_KEYS:
+            if key in section:
+                raise section.error(key, "is for a judge ensemble (`judge: {models: [...]}`); producers and revisers "
+                                    "run on one model", "write `model:` here, or move it under `judge:`")
+    if "model" in section and "models" in section:
+        raise section.error("models", "a judge is one `model:` or an ensemble of `models:`, not both",
+                            "keep `models:` for an ensemble, or `model:` for one judge")
+    inherited = base.ensemble
+    common = _one_model(section, inherited.common if inherited is not None else base)
+    if "models" in section:
+        judges = _ensemble_judges(section, common)
+    elif inherited is not None and "model" not in section:
+        judges = tuple(_one_model(section, judge) for judge in inherited.judges)
+    elif "aggregate" in section:
+        raise section.error("aggregate", "combines the judges of an ensemble, and this judge is one model",
+                            f"list the judges, e.g. {_MODELS_EXAMPLE}, or remove aggregate")
+    else:
+        return common
+    default = inherited.aggregate if inherited is not None else "mean"
+    aggregate = section.fields.choice(section.raw.get("aggregate", default), "aggregate", JUDGE_AGGREGATES,
+                                      "aggregate", fix=f"use one of: {', '.join(JUDGE_AGGREGATES)}")
+    return JudgeEnsemble(judges, aggregate, common).settings()
+
+
+def _ensemble_judges(section: Section, common: ModelSettings) -> tuple[ModelSettings, ...]:
+    """The judges ``models:`` lists, each over ``common``: a model name, or a mapping of that judge's own keys."""
+    raw = section.raw["models"]
+    if not isinstance(raw, list) or not raw:
+        raise section.fields.expected("models", "a non-empty list of judge models", raw,
+                                      f"write e.g. {_MODELS_EXAMPLE}, or `model:` for one judge")
+    place = section.fields.nested("models")
+    judges: list[ModelSettings] = []
+    for index, entry in enumerate(raw):
+        key = f"[{index}]"
+        if isinstance(entry, Mapping):
+            own = place.nested(key).section(entry, known=_ONE_MODEL_KEYS, required=("model",))
+            _judge_name(own, "model")
+            judge = _one_model(own, common)
+        else:
+            judge = replace(common, model=_judge_name(Section({key: entry}, place), key))
+        if any(other.qualified == judge.qualified for other in judges):
+            raise place.error(key, f"{judge.qualified} is listed twice",
+                              "list each judge once; --harness-judge-samples asks each judge several times")
+        judges.append(judge)
+    return tuple(judges)
+
+
+def _judge_name(section: Section, key: str) -> str:
+    """One judge's model name, known to a provider."""
+    model = section.raw.get(key)
+    if not isinstance(model, str) or not model.strip() or model != model.strip():
+        raise section.error(key, f"{model!r} is not a model name",
+                            "write provider/model, e.g. openai/gpt-4.1, or a bare name for Anthropic's")
+    problem = model_problem(ModelSettings(model=model))
+    if problem:  # its own words say the fix (the known providers, the mock models)
+        raise section.error(key, problem)
+    return model
+
+
+def _one_model(section: Section, base: ModelSettings) -> ModelSettings:
+    """The settings of one model: ``section``'s model keys over ``base``."""
     values = dict(
         model=model_name(section, "model", base.model),
         temperature=section.number("temperature", base.temperature, low=0.0, high=2.0),
@@ -165,8 +240,8 @@ def _load_agent(name: str, raw: Any, path: Path, base_policy: LoopPolicy, judge:
                 production: ModelSettings, rubrics_dir: Path, kinds: tuple[str, ...],
                 roots: tuple[Path, ...]) -> AgentConfig:
     agent = Fields.of(path, f"agents.{name}", roots=roots).section(
-        raw, known=("rubric", "rubric_version", "producer", "evaluator", "reviser", "judge", "model", "description")
-        + _POLICY_KEYS, required=("rubric", "producer"))
+        raw, known=("rubric", "rubric_version", "producer", "evaluator", "reviser", "judge", "model", "description",
+                    "variants") + _POLICY_KEYS, required=("rubric", "producer"))
     policy = base_policy.model_copy(update=dict(
         threshold=agent.number("threshold", None, low=0.0, high=1.0),
         max_attempts=agent.integer("max_attempts", base_policy.max_attempts),
@@ -175,11 +250,26 @@ def _load_agent(name: str, raw: Any, path: Path, base_policy: LoopPolicy, judge:
         margin_required=agent.number("margin_required", 0.0, low=0.0, high=1.0),
         borderline_margin=agent.number("borderline_margin", base_policy.borderline_margin, low=0.0, high=1.0),
         escalate_conditions=agent.text_list("escalate_conditions", single=False) or base_policy.escalate_conditions,
+        always_judge=agent.boolean("always_judge", base_policy.always_judge),
     ))
     roles = _roles(agent, ("producer", "evaluator", "reviser"), kinds, roots,
                    judge=_model_settings(agent.section("judge", known=_MODEL_KEYS), judge),
                    production=_model_settings(agent.section("model", known=_MODEL_KEYS), production))
-    return AgentConfig(name=name, rubric_path=_rubric_path(agent, path, rubrics_dir), policy=policy, **roles)
+    config = AgentConfig(name=name, rubric_path=_rubric_path(agent, path, rubrics_dir), policy=policy, **roles)
+    variants = []
+    for variant in agent_variants(agent):  # each read as the agent's own entry with the variant's values in it
+        try:
+            config_of = _load_agent(name, variant.agent_entry(agent.raw), path, base_policy, judge, production,
+                                    rubrics_dir, kinds, roots)
+        except HarnessConfigError as error:
+            raise variant_error(error, name, variant) from None
+        axis = next((a for a in variant.settings if a in MODEL_AXES), None)
+        if axis and config_of.producer.kind not in MODEL_RUNNER_KINDS:
+            raise agent.error(f"variants.{axis}", f"sets the producer's {axis}, but variant {variant.name}'s "
+                              f"producer is a {config_of.producer.kind} runner, which calls no model of the harness's",
+                              "vary `producer:` (prompts, functions, commands) or `options:` instead")
+        variants.append(config_of.model_copy(update={"variant": variant.name, "variant_settings": variant.settings}))
+    return config.model_copy(update={"variants": tuple(variants)}) if variants else config
 
 
 def runner_agent(name: str, section: Section, *, rubric_path: Path, runner_kinds: Iterable[str],

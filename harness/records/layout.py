@@ -55,9 +55,13 @@ def trace_path(work_dir: Path, cycle_id: str) -> Path:
     return traces_path(work_dir) / f"{cycle_id}{TRACE_SUFFIX}"
 
 
-def run_location(work_dir: Path, cycle_id: str, agent_name: str, case_id: str | None) -> RunLocation:
-    """An agent with one case keeps ``runs/{cycle}/{agent}``; with several, each case has a subfolder."""
+def run_location(work_dir: Path, cycle_id: str, agent_name: str, case_id: str | None,
+                 variant: str | None = None) -> RunLocation:
+    """An agent with one case keeps ``runs/{cycle}/{agent}``; with several, each case has a subfolder, under a
+    folder per variant when the agent has variants (all a variant wrote, side by side)."""
     directory = cycle_path(work_dir, cycle_id) / agent_name
+    if variant is not None:
+        directory = directory / variant
     if case_id is not None:
         directory = directory / case_id
     return RunLocation(cycle_id=cycle_id, agent_name=agent_name, directory=directory)

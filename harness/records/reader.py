@@ -32,6 +32,7 @@ from harness.records.schema import (
     decode_json,
     decode_model_usage,
     detail_columns,
+    loop_columns,
 )
 
 T = TypeVar("T")
@@ -42,6 +43,7 @@ ATTEMPT_FIELDS = (
     "artifact_path", "created_at", "duration_ms", "rubric_version", "nodeid", "case_id", "rubric_name", "outcome",
     "exit_code", "threshold", "model", "input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens",
     "cost_usd", "dimensions", "samples", "cached_answers", "verdict", "model_usage", "cost_known", "commands",
+    "variant",
 )
 
 _ATTEMPTS_SQL = """
@@ -64,6 +66,8 @@ WHERE r.status != 'running' ORDER BY r.cycle_id
 _RUNS_OF_CYCLE_SQL = "SELECT * FROM agent_runs WHERE cycle_id = ? ORDER BY id"
 
 _LOOP_RESULTS_SQL = "SELECT nodeid, result FROM loop_results WHERE cycle_id = ?"
+
+_CASE_DATA_SQL = "SELECT nodeid, case_data FROM loop_results WHERE cycle_id = ? AND case_data IS NOT NULL"
 
 
 def select_attempts(conn: sqlite3.Connection, cycles: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -101,6 +105,25 @@ def select_loop_results(conn: sqlite3.Connection, cycle_id: str) -> dict[str, di
     return {nodeid: json.loads(text) for nodeid, text in conn.execute(_LOOP_RESULTS_SQL, (cycle_id,))}
 
 
+def select_case_data(conn: sqlite3.Connection, cycle_id: str, nodeid: str | None = None) -> dict[str, dict[str, Any]]:
+    """What the cycle's items were given, by item (only ``nodeid``'s when given): ``inputs``, ``expected`` (the
+    reference answer), ``description`` and ``cut`` (the fields cut to the size limit, each with its whole size in
+    bytes; such a field holds the start of its JSON text). An item recorded without it, or by a version before the
+    column, is absent."""
+    if "case_data" not in loop_columns(conn):
+        return {}
+    sql, params = _CASE_DATA_SQL, (cycle_id,)
+    if nodeid is not None:
+        sql, params = sql + " AND nodeid = ?", (cycle_id, nodeid)
+    out = {}
+    for node, text in conn.execute(sql, params):
+        data = decode_json(text, None)
+        if isinstance(data, dict):
+            out[node] = {"inputs": data.get("inputs"), "expected": data.get("expected"),
+                         "description": data.get("description"), "cut": data.get("cut") or {}}
+    return out
+
+
 def select_run_records(conn: sqlite3.Connection, cycle_id: str) -> list[tuple[int, RunRecord]]:
     """The cycle's ``agent_runs`` rows as RunRecords, with their row ids, in row order."""
     cursor = conn.execute(_RUNS_OF_CYCLE_SQL, (cycle_id,))
@@ -116,6 +139,20 @@ def run_record(row: dict[str, Any]) -> RunRecord:
         feedback=row["feedback"] or "", suggested_fixes=json.loads(row["suggested_fixes"] or "[]"),
         artifact_path=row["artifact_path"] or "", created_at=row["created_at"], duration_ms=row["duration_ms"],
         rubric_version=row["rubric_version"])
+
+
+def _open_read_only(database: Path) -> sqlite3.Connection:
+    """A read-only connection that leaves the work folder as it was.
+
+    SQLite opens a database in WAL mode with a ``-wal`` and a ``-shm`` file beside it, and a read-only connection
+    cannot remove them when it closes. So a database no session has open (no ``-wal`` there) is opened immutable,
+    which makes neither; one a session is writing (its ``-wal`` is there) is opened read-only in WAL mode and sees
+    the writer's last committed transaction. Each read opens its own connection, so a session that starts later
+    is seen by the next read."""
+    if Path(f"{database}-wal").exists():
+        return connect_read_only(database)
+    return sqlite3.connect(f"{Path(database).resolve().as_uri()}?mode=ro&immutable=1", uri=True,
+                           isolation_level=None)
 
 
 class RecordReader:
@@ -142,7 +179,7 @@ class RecordReader:
         if not self.exists():
             yield None
             return
-        with closing(connect_read_only(self.database)) as conn:
+        with closing(_open_read_only(self.database)) as conn:
             yield conn
 
     def _read(self, select: Callable[[sqlite3.Connection], T], empty: T) -> T:
@@ -167,6 +204,11 @@ class RecordReader:
     def loop_results(self, cycle_id: str) -> dict[str, dict[str, Any]]:
         """The loop results of a cycle, by item (nodeid)."""
         return self._read(lambda conn: select_loop_results(conn, cycle_id), {})
+
+    def case_data(self, cycle_id: str, nodeid: str | None = None) -> dict[str, dict[str, Any]]:
+        """What the cycle's items were given (their inputs and reference answer), by item; see
+        :func:`select_case_data`."""
+        return self._read(lambda conn: select_case_data(conn, cycle_id, nodeid), {})
 
     def run_records(self, cycle_id: str) -> list[RunRecord]:
         """The cycle's RunRecords as the database holds them, in row order."""

@@ -58,7 +58,8 @@ CREATE TABLE IF NOT EXISTS attempt_details (
   verdict TEXT,  -- pytest's word for the item, on its final attempt: passed|failed|skipped|xfailed|xpassed
   model_usage TEXT,  -- JSON {"provider/model": {calls, input_tokens, ..., cost_usd}}; NULL: not recorded
   cost_known INTEGER,  -- 1: cost_usd is the whole cost; 0: some model had no price; NULL (older rows): 1
-  commands TEXT  -- JSON [{role, confined, network, exit_code, seconds, limits_hit, leftovers}]; NULL: none ran
+  commands TEXT,  -- JSON [{role, confined, network, exit_code, seconds, limits_hit, leftovers}]; NULL: none ran
+  variant TEXT  -- the agent's variant the attempt ran (agents.yaml `variants:`); NULL: the agent has none
 );
 CREATE INDEX IF NOT EXISTS idx_attempt_details_rubric ON attempt_details(rubric_name);
 """
@@ -71,14 +72,21 @@ CREATE TABLE IF NOT EXISTS loop_results (
   agent_name TEXT NOT NULL,
   case_id TEXT NOT NULL,
   result TEXT NOT NULL,  -- JSON: success, finalAttempt, finalScore, artifactPath, allRuns, escalated, escalationReason
+  case_data TEXT,  -- JSON {inputs, expected, description[, cut]}: what the item was given; NULL: not recorded
   PRIMARY KEY (cycle_id, nodeid)
 );
 """
 
+# Columns added to loop_results after its first release, migrated as ADDED_DETAIL_COLUMNS are.
+ADDED_LOOP_COLUMNS = {"case_data": "TEXT"}
+
+# The most of an item's case data a row keeps: 64 KB of JSON; a larger one is cut, and its ``cut`` says so.
+MAX_CASE_DATA_BYTES = 64 * 1024
+
 # Columns added to attempt_details after its first release: a work folder from an older version gains them
 # when a session opens it, and a reader of one it has not yet opened reads them as NULL.
 ADDED_DETAIL_COLUMNS = {"cached_answers": "INTEGER NOT NULL DEFAULT 0", "verdict": "TEXT", "model_usage": "TEXT",
-                        "cost_known": "INTEGER", "commands": "TEXT"}
+                        "cost_known": "INTEGER", "commands": "TEXT", "variant": "TEXT"}
 
 
 def ensure_schema(conn: sqlite3.Connection) -> None:
@@ -114,22 +122,28 @@ def _widen_outcome_check(conn: sqlite3.Connection) -> None:
     conn.execute("COMMIT")
 
 
+def loop_columns(conn: sqlite3.Connection) -> set[str]:
+    """The columns loop_results has in this database (an older one may lack the added ones)."""
+    return {row[1] for row in conn.execute("PRAGMA table_info(loop_results)")}
+
+
 def _add_missing_columns(conn: sqlite3.Connection) -> None:
-    present = detail_columns(conn)
-    for name, declaration in ADDED_DETAIL_COLUMNS.items():
-        if name not in present:
-            try:
-                conn.execute(f"ALTER TABLE attempt_details ADD COLUMN {name} {declaration}")
-            except sqlite3.OperationalError as exc:  # another process of the session added it first
-                if "duplicate column" not in str(exc):
-                    raise
+    for table, present, added in (("attempt_details", detail_columns(conn), ADDED_DETAIL_COLUMNS),
+                                  ("loop_results", loop_columns(conn), ADDED_LOOP_COLUMNS)):
+        for name, declaration in added.items():
+            if name not in present:
+                try:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {declaration}")
+                except sqlite3.OperationalError as exc:  # another process of the session added it first
+                    if "duplicate column" not in str(exc):
+                        raise
 
 
 # The columns AttemptDetails writes, in the order of :func:`detail_values`; verdict is written apart.
 DETAIL_WRITE_COLUMNS = (
     "run_id", "nodeid", "case_id", "rubric_name", "outcome", "exit_code", "threshold", "model", "input_tokens",
     "output_tokens", "cache_write_tokens", "cache_read_tokens", "cost_usd", "dimensions", "samples",
-    "cached_answers", "model_usage", "cost_known", "commands",
+    "cached_answers", "model_usage", "cost_known", "commands", "variant",
 )
 
 
@@ -140,7 +154,43 @@ def detail_values(run_id: int, d: AttemptDetails) -> tuple[Any, ...]:
             json.dumps(redact_json(d.dimensions)), json.dumps(d.samples) if d.samples is not None else None,
             d.cached_answers,
             json.dumps(redact_json(d.model_usage), sort_keys=True) if d.model_usage is not None else None,
-            int(bool(d.cost_known)), json.dumps(redact_json(d.commands)) if d.commands is not None else None)
+            int(bool(d.cost_known)), json.dumps(redact_json(d.commands)) if d.commands is not None else None,
+            d.variant)
+
+
+def encode_case_data(data: dict[str, Any], limit: int = MAX_CASE_DATA_BYTES) -> str:
+    """An item's case data (``inputs``, ``expected``, ``description``) as the ``case_data`` column keeps it: JSON,
+    redacted like every record, at most ``limit`` bytes. Over it, the largest fields are cut: each such field holds
+    the start of its JSON text, as a string, and ``cut`` maps its name to its whole size in bytes."""
+    data = redact_json(data)
+    whole = json.dumps(data, ensure_ascii=False, default=str)
+    if len(whole.encode("utf-8")) <= limit:
+        return whole
+    texts = {name: json.dumps(value, ensure_ascii=False, default=str) for name, value in data.items()}
+    sizes = {name: len(text.encode("utf-8")) for name, text in texts.items()}
+    kept: dict[str, Any] = {}
+    cut: dict[str, int] = {}
+    room = limit - 256 - sum(len(name) + 8 for name in data)  # the envelope's keys and the cut note
+    for index, name in enumerate(sorted(data, key=sizes.__getitem__)):
+        share = room // (len(data) - index)
+        if sizes[name] <= share:
+            kept[name], room = data[name], room - sizes[name]
+            continue
+        kept[name], cut[name] = _prefix(texts[name], share), sizes[name]
+        room -= len(json.dumps(kept[name], ensure_ascii=False).encode("utf-8"))
+    return json.dumps({**{name: kept[name] for name in data}, "cut": cut}, ensure_ascii=False)
+
+
+def _prefix(text: str, size: int) -> str:
+    """The longest start of ``text`` whose JSON string takes at most ``size`` bytes."""
+    length = size
+    while length > 0:
+        head = text[:length]
+        encoded = len(json.dumps(head, ensure_ascii=False).encode("utf-8"))
+        if encoded <= size:
+            return head
+        length = max(0, min(length - 1, length * size // encoded - 1))
+    return ""
 
 
 def decode_json(text: Any, default: Any) -> Any:

@@ -39,7 +39,13 @@ from harness.records.layout import (
 )
 from harness.records.reader import select_loop_results
 from harness.records.reconcile import Reconciliation, reconcile
-from harness.records.schema import DETAIL_WRITE_COLUMNS, AttemptDetails, detail_values, ensure_schema
+from harness.records.schema import (
+    DETAIL_WRITE_COLUMNS,
+    AttemptDetails,
+    detail_values,
+    encode_case_data,
+    ensure_schema,
+)
 
 _INSERT_DETAILS_SQL = (f"INSERT OR REPLACE INTO attempt_details ({', '.join(DETAIL_WRITE_COLUMNS)})"
                        f" VALUES ({', '.join('?' for _ in DETAIL_WRITE_COLUMNS)})")
@@ -143,8 +149,9 @@ class RecordStore:
             return Reconciliation()
         return reconcile(self._connection(), self.runs_dir, self._alive)
 
-    def location(self, cycle_id: str, agent_name: str, case_id: str | None) -> RunLocation:
-        where = run_location(self.work_dir, cycle_id, agent_name, case_id)
+    def location(self, cycle_id: str, agent_name: str, case_id: str | None,
+                 variant: str | None = None) -> RunLocation:
+        where = run_location(self.work_dir, cycle_id, agent_name, case_id, variant)
         return dataclasses.replace(where, shown_directory=self.display_path(where.directory))
 
     # --- attempts --------------------------------------------------------------------------
@@ -211,15 +218,19 @@ class RecordStore:
         atomic_write_json(path, handoff)
         return path
 
-    def write_loop_result(self, where: RunLocation, nodeid: str, case_id: str, result: dict[str, Any]) -> None:
-        """The item's LoopResult (seed 000 section 6), a row of ``loop_results`` once its loop ends.
+    def write_loop_result(self, where: RunLocation, nodeid: str, case_id: str, result: dict[str, Any],
+                          case_data: dict[str, Any] | None = None) -> None:
+        """The item's LoopResult (seed 000 section 6), a row of ``loop_results`` once its loop ends, with what the
+        item was given (``case_data``: its inputs, reference answer and description; redacted, at most 64 KB).
 
         A row, not a file per item: creating a file costs about a millisecond a case on a busy disk."""
         conn = self._connection()
+        given = encode_case_data(case_data) if case_data is not None else None
         with self.transaction(conn):
-            conn.execute("INSERT OR REPLACE INTO loop_results (cycle_id, nodeid, agent_name, case_id, result)"
-                         " VALUES (?, ?, ?, ?, ?)", (where.cycle_id, nodeid, where.agent_name, case_id,
-                                                     json.dumps(redact_json(result), ensure_ascii=False)))
+            conn.execute("INSERT OR REPLACE INTO loop_results (cycle_id, nodeid, agent_name, case_id, result,"
+                         " case_data) VALUES (?, ?, ?, ?, ?, ?)",
+                         (where.cycle_id, nodeid, where.agent_name, case_id,
+                          json.dumps(redact_json(result), ensure_ascii=False), given))
 
     def write_final(self, where: RunLocation, attempt: int) -> Path:
         """``final.md``: the passing attempt (seed: symlink or copy). A hard link is a copy that costs

@@ -68,7 +68,8 @@ class RecordWriter:
         self.store.write_handoff(event.location, event.handoff)
 
     def _item_finished(self, event: ItemFinished) -> None:
-        self.store.write_loop_result(event.location, event.nodeid, event.case_id, event.loop_result)
+        self.store.write_loop_result(event.location, event.nodeid, event.case_id, event.loop_result,
+                                     case_data=event.case_data)
 
     _writers = {AttemptStarted: _started, ArtifactProduced: _artifact, Judged: _evaluation, Reviewed: _review,
                 Generated: _generation, AttemptFinished: _finished, ItemFinished: _item_finished,

@@ -1,11 +1,13 @@
 """``harness import promptfoo promptfooconfig.yaml``: a promptfoo config as a rubric, agents and cases.
 
-Each prompt becomes an agent whose producer is a ``template:`` file (promptfoo's ``{{ var }}`` is already a slot
-here); the first provider becomes the suite's ``model:``. ``defaultTest``'s asserts become the rubric every agent
-shares, and each test becomes a case of every agent (a case file per agent): its vars the inputs, its
+Each prompt becomes a ``template:`` file (promptfoo's ``{{ var }}`` is already a slot here). One prompt and one
+provider make one agent; promptfoo's grid of prompts x providers makes one agent with ``variants:`` (a ``producer``
+axis of the prompts, a ``model`` axis of the providers), so every test runs on every pair and the reports show the
+grid. ``defaultTest``'s asserts become the agent's rubric and each test a case: its vars the inputs, its
 deterministic asserts the case's ``checks:`` and its model-graded ones its ``criteria:``, each with ``min_score``
 its threshold or 1, because promptfoo passes a test only when every assert passes. The model-graded asserts are
-judged with promptfoo's own grading prompt, written as the evaluator's template file.
+judged with promptfoo's own grading prompt, written as the evaluator's template file, on
+``defaultTest.options.provider`` when the config names one.
 
 Whatever has no counterpart (JavaScript and Python asserts, cost and latency gates, Nunjucks filters, ...) is one
 ``not carried over:`` line saying why and what to do instead.
@@ -101,8 +103,8 @@ def plan_import(config_path: Path, out: Path, name: str | None = None) -> Plan:
     if not prompts:
         raise config.error("prompts", "no prompt to import", "add at least one prompt")
     default = default_test(config, top.get("defaultTest"))
-    model = _provider_model(config, top.get("providers", top.get("targets")), plan,
-                            "providers" if "providers" in top else "targets")
+    models = _provider_models(config, top.get("providers", top.get("targets")), plan,
+                              "providers" if "providers" in top else "targets")
     judge = _judge_model(config, default, plan)
     tests = list(tests_of(config, top.get("tests"), plan)) or [("tests", {})]  # none: each prompt runs once
 
@@ -121,20 +123,20 @@ def plan_import(config_path: Path, out: Path, name: str | None = None) -> Plan:
                           "unless defaultTest.options.provider says otherwise): set `judge: {model: ...}` in "
                           f"{plan.suite_dir}/agents.yaml to choose")
 
-    agents = {agent: (where, qualified(text, names)) for agent, (where, text) in _agents(plan, prompts).items()}
+    templates = {name: (where, qualified(text, names)) for name, (where, text) in _agents(plan, prompts).items()}
     if names & RESERVED:
         plan.notes.append(f"note: vars named {', '.join(sorted(names & RESERVED))} are written {{{{ inputs.NAME }}}}: "
                           "the bare names are the harness's own slots")
     plan.add(plan.rubric_file, _rubric_text(plan, config, rubric_dims, default_transform))
-    plan.add(f"{plan.suite_dir}/agents.yaml", _agents_text(plan, config, agents, model, judge, judged,
+    plan.add(f"{plan.suite_dir}/agents.yaml", _agents_text(plan, config, templates, models, judge, judged,
                                                            rubric_dims, cases))
     if judged:
         plan.add(f"{plan.suite_dir}/judges/llm-rubric.txt", _grading_prompt(config, default, plan))
-    for agent, (where, text) in agents.items():
-        plan.add(f"{plan.suite_dir}/prompts/{agent}.txt", text)
+    for name, (where, text) in templates.items():
+        plan.add(f"{plan.suite_dir}/prompts/{name}.txt", text)
     shared = _inputs(config, default.get("vars") or {}, "defaultTest.vars", plan, out / plan.suite_dir)
-    for agent in agents:
-        plan.add(f"{plan.suite_dir}/{agent}.cases.yaml", _cases_text(plan, config, agent, shared, cases, out))
+    agent = _agent_name(plan, templates, models)
+    plan.add(f"{plan.suite_dir}/{agent}.cases.yaml", _cases_text(plan, config, agent, shared, cases, out))
     return plan
 
 
@@ -233,21 +235,20 @@ def _agents(plan: Plan, prompts: list[tuple[str, str, str | None]]) -> dict[str,
 # --- providers ---------------------------------------------------------------------------------
 
 
-def _provider_model(config: Config, raw: Any, plan: Plan, key: str) -> dict[str, Any] | None:
-    """The first provider as ``model:`` settings; the others are lines of what does not carry over."""
-    if raw is None:
-        return None
-    listed = raw if isinstance(raw, list) else [raw]
-    model = None
-    for index, item in enumerate(listed):
+def _provider_models(config: Config, raw: Any, plan: Plan, key: str) -> dict[str, dict[str, Any]]:
+    """Each provider that has a counterpart here as ``model:`` settings, by its variant name (its ``label``, else
+    its model's name); one that has none is a line of what does not carry over."""
+    models: dict[str, dict[str, Any]] = {}
+    for index, item in enumerate(raw if isinstance(raw, list) else [] if raw is None else [raw]):
         where = f"{key}[{index}]"
         provider_id, options = _provider_id(config, item, where)
-        if index > 0:
-            plan.not_carried(where, provider_id, "one model runs the agents (the first provider)",
-                             "copy suites/<name>/ with another `model:` to compare models")
+        settings = _model_settings(provider_id, options, where, plan)
+        if settings is None:
             continue
-        model = _model_settings(provider_id, options, where, plan)
-    return model
+        label = item.get("label") if isinstance(item, Mapping) else None
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(label or settings["model"].rsplit("/", 1)[-1])).strip("_.-")
+        models[unique(name or f"provider_{index + 1}", models)] = settings
+    return models
 
 
 def _provider_id(config: Config, item: Any, where: str) -> tuple[str, Mapping[str, Any]]:
@@ -337,26 +338,39 @@ def _rubric_text(plan: Plan, config: Config, dims: list[Dim], transform: dict[st
                      "when every assert passes: each dimension's min_score is its bar, and the threshold sets none.")
 
 
-def _agents_text(plan: Plan, config: Config, agents: dict[str, tuple[str, str]], model: dict[str, Any] | None,
-                 judge: dict[str, Any] | None, judged: bool, rubric_dims: list[Dim],
-                 cases: list[dict[str, Any]]) -> str:
+def _agent_name(plan: Plan, templates: dict[str, tuple[str, str]], models: dict[str, dict[str, Any]]) -> str:
+    """The agent: named for its one prompt, or for the config when its prompts and providers are variants."""
+    return next(iter(templates)) if len(templates) == 1 and len(models) <= 1 else plan.name
+
+
+def _agents_text(plan: Plan, config: Config, templates: dict[str, tuple[str, str]],
+                 models: dict[str, dict[str, Any]], judge: dict[str, Any] | None, judged: bool,
+                 rubric_dims: list[Dim], cases: list[dict[str, Any]]) -> str:
     data: dict[str, Any] = {"defaults": dict(NO_REVISION)}
-    if model is not None:
-        data["model"] = model
+    if len(models) == 1:
+        data["model"] = next(iter(models.values()))
     if judge is not None:
         data["judge"] = judge
     only_rubric_text = all(d.kind == "llm-rubric" for d in rubric_dims + [d for c in cases for d in c["dims"]]
                            if d.judge is not None)
     evaluator = {"template": "judges/llm-rubric.txt",
                  "slots": {"output": "output", "rubric": "criteria"} if only_rubric_text else {"output": "output"}}
-    data["agents"] = {}
-    for name, (where, text) in agents.items():
-        agent: dict[str, Any] = {"description": f"promptfoo {where}", "rubric": f"../../{plan.rubric_file}",
-                                 "producer": {"template": f"prompts/{name}.txt"}}
-        if judged:
-            agent["evaluator"] = evaluator
-        data["agents"][name] = agent
-    text = dump_yaml(data, comment=_header(config, "The agents: one per prompt"))
+    first = next(iter(templates))
+    agent: dict[str, Any] = {"description": f"promptfoo {', '.join(where for where, _ in templates.values())}",
+                             "rubric": f"../../{plan.rubric_file}", "producer": {"template": f"prompts/{first}.txt"}}
+    if judged:
+        agent["evaluator"] = evaluator
+    variants: dict[str, Any] = {}
+    if len(templates) > 1:
+        variants["producer"] = {name: {"template": f"prompts/{name}.txt"} for name in templates}
+    if len(models) > 1:
+        variants["model"] = {name: settings["model"] if len(settings) == 1 else settings
+                             for name, settings in models.items()}
+    if variants:
+        agent["variants"] = variants
+    data["agents"] = {_agent_name(plan, templates, models): agent}
+    text = dump_yaml(data, comment=_header(config, "The agent" + (": its prompts x providers are variants, every "
+                                                                  "test runs on each" if variants else "")))
     credit = "".join(f"    # {line}\n" for line in f"judges/llm-rubric.txt: {GRADING_CREDIT}".splitlines())
     return text.replace("    evaluator:\n", f"{credit}    evaluator:\n")
 

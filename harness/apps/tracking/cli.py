@@ -1,4 +1,4 @@
-"""``harness history``, ``harness plot``, ``harness report`` and ``harness rubric diff``.
+"""``harness history``, ``harness plot``, ``harness report``, ``harness diff`` and ``harness rubric diff``.
 
 The main ``harness`` command calls :func:`register` with its subparsers; ``python -m harness.apps.tracking.cli``
 runs these subcommands alone. Each handler returns the exit code.
@@ -10,8 +10,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.apps.tracking.diff import diff_cycles, render_html, render_json, render_text
 from harness.base.argtypes import choice
 from harness.base.errors import ExitCode
+from harness.base.fileio import atomic_write_text
 from harness.base.redaction import redact
 
 
@@ -53,8 +55,8 @@ def _tracking(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``history``, ``plot``, ``report`` and ``rubric diff`` to the ``harness`` command."""
-    from harness.apps.tracking.compare import parse_baseline
+    """Add ``history``, ``plot``, ``report``, ``diff`` and ``rubric diff`` to the ``harness`` command."""
+    from harness.apps.tracking.compare import parse_cycle
 
     history = subparsers.add_parser("history", help="score, pass rate, attempts, tokens and cost over cycles",
                                     description="Per agent and rubric: score, pass rate, attempts, tokens and cost "
@@ -82,14 +84,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                "dimension scores and reasons, fixes, diffs and plots.")
     _common(report)
     _tracking(report)
-    report.add_argument("cycle", metavar="CYCLE", type=parse_baseline, nargs="?", default="latest",
-                        help="a cycle id such as 2026-01-31-001, or latest (default)")
+    report.add_argument("cycle", metavar="CYCLE", type=parse_cycle, nargs="?", default="latest",
+                        help="a cycle id such as 2026-01-31-001, latest (default) or previous")
     report.add_argument("-o", "--output", metavar="FILE", type=Path, default=None,
                         help="where to write; - for stdout (default: stdout when it is redirected or piped, else "
                              "TRACKING/report-CYCLE.html, or .md with --markdown, whose path is printed)")
     report.add_argument("--markdown", action="store_true", help="write the Markdown summary instead of HTML")
     report.add_argument("--no-plots", dest="plots", action="store_false", help="leave the plots out")
     report.set_defaults(handler=report_command)
+
+    cycles = subparsers.add_parser("diff", help="compare two cycles item by item: flips, score changes, cost, time",
+                                   description="Compare cycle B with cycle A item by item (by node id): items that "
+                                               "flipped between passed and failed, the largest score changes, items "
+                                               "scored in one cycle only, added and removed items, each dimension's "
+                                               "mean, cost, tokens and durations, and a paired test of the scores of "
+                                               "the items scored in both. Exit 0 whatever changed.")
+    _common(cycles)
+    for dest, metavar, default in (("a", "CYCLE_A", "previous"), ("b", "CYCLE_B", "latest")):
+        cycles.add_argument(dest, metavar=metavar, type=parse_cycle, nargs="?", default=default,
+                            help=f"a cycle id such as 2026-01-31-001, latest or previous (default: {default})")
+    cycles.add_argument("--format", dest="fmt", type=choice("text", "json", "html"), default="text",
+                        help="text (default), json, or html (one self-contained page)")
+    cycles.add_argument("-o", "--output", metavar="FILE", type=Path, default=None,
+                        help="write to FILE and print its path (default: stdout)")
+    cycles.set_defaults(handler=diff_command)
 
     rubric = _rubric_parser(subparsers)
     diff = rubric.add_parser("diff", help="the version bump a rubric change needs, and why",
@@ -151,6 +169,7 @@ def plot_command(args: argparse.Namespace) -> int:
 
 
 def report_command(args: argparse.Namespace) -> int:
+    from harness.apps.tracking.compare import resolve_cycle
     from harness.apps.tracking.frames import cycle_ids
     from harness.apps.tracking.markdown import render_markdown, write_markdown
     from harness.apps.tracking.report import render_html, write_html
@@ -161,12 +180,7 @@ def report_command(args: argparse.Namespace) -> int:
     if not known:
         print(nothing, file=sys.stderr)
         return ExitCode.NO_INPUT
-    cycle = known[-1] if args.cycle == "latest" and known else args.cycle
-    if cycle not in known:
-        listing = ", ".join(known[-5:]) or "none"
-        print(f"harness report: cycle {args.cycle} has no records in {args.work_dir} (recent cycles: {listing})",
-              file=sys.stderr)
-        return ExitCode.NO_INPUT
+    cycle = resolve_cycle(args.cycle, args.work_dir, known)  # else one line naming the cycles that have records
     results = results_from_records(args.work_dir, [cycle])
     if args.markdown:
         text = render_markdown(results)
@@ -178,6 +192,28 @@ def report_command(args: argparse.Namespace) -> int:
     out = args.output or args.tracking_dir / f"report-{cycle}.{'md' if args.markdown else 'html'}"
     (write_markdown if args.markdown else write_html)(out, text)
     print(out)
+    return ExitCode.SUCCESS
+
+
+def diff_command(args: argparse.Namespace) -> int:
+    from harness.records import RecordReader
+
+    args.work_dir, nothing = _work_dir(args, "harness diff")
+    if not RecordReader(args.work_dir).cycles():
+        print(nothing, file=sys.stderr)
+        return ExitCode.NO_INPUT
+    diff = diff_cycles(args.work_dir, args.a, args.b)  # an unknown cycle: one line naming it and the known ones
+    if args.fmt == "html":
+        from harness.apps.tracking.report import CSP, CSS
+
+        text = render_html(diff, css=CSS, csp=CSP)
+    else:
+        text = render_json(diff) if args.fmt == "json" else render_text(diff)
+    if args.output is None:
+        sys.stdout.write(redact(text))
+        return ExitCode.SUCCESS
+    atomic_write_text(args.output, text)  # redacted
+    print(args.output)
     return ExitCode.SUCCESS
 
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from harness.base.errors import ExitCode, HarnessError
 
 CYCLE_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}-\d{3}$")
 MARGIN_KEYS = ("overall", "dimension")
@@ -77,6 +80,50 @@ def parse_baseline(text: str) -> str:
     raise argparse.ArgumentTypeError(f"{text!r} is not 'latest' or a cycle id such as 2026-01-31-001")
 
 
+# --- naming a cycle: `harness report`, `harness diff` and the gate's named baseline -------------------------
+
+CYCLE_NAMES = ("latest", "previous")  # the newest cycle with finished records, and the one before it
+
+
+def parse_cycle(text: str) -> str:
+    """``latest``, ``previous`` or a cycle id ``YYYY-MM-DD-NNN``; an argparse type function."""
+    text = text.strip()
+    if text in CYCLE_NAMES or CYCLE_PATTERN.match(text):
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r} is not latest, previous or a cycle id such as 2026-01-31-001")
+
+
+class CycleNotFound(HarnessError, LookupError):
+    """A cycle named on the command line (or as the baseline) has no records: one line naming it and the cycles
+    that have some. The ``harness`` command prints it without a traceback."""
+
+    exit_code = ExitCode.NO_INPUT
+
+    def __init__(self, which: str, work_dir: Path, known: Sequence[str]):
+        shown = ", ".join(known[-10:]) if known else "none yet"
+        if len(known) > 10:
+            shown = f"the last 10 of {len(known)}: {shown}"
+        if which == "previous" and len(known) == 1:
+            problem = f"cycle previous: only one cycle has records in {work_dir} ({known[0]})"
+        else:
+            problem = f"cycle {which} has no records in {work_dir} (cycles with records: {shown})"
+        super().__init__(problem)
+
+
+BaselineNotFound = CycleNotFound  # the gate's name for it
+
+
+def resolve_cycle(which: str, work_dir: Path, known: Sequence[str]) -> str:
+    """The cycle id ``which`` names among ``known`` (oldest first): ``latest`` the newest, ``previous`` the one
+    before it, else the id itself; :class:`CycleNotFound` when there is no such cycle."""
+    index = {"latest": -1, "previous": -2}.get(which)
+    if index is not None and len(known) >= -index:
+        return known[index]
+    if index is None and which in known:
+        return which
+    raise CycleNotFound(which, work_dir, known)
+
+
 @dataclass(frozen=True)
 class BaselineItem:
     score: float | None
@@ -104,10 +151,6 @@ class Baseline:
                                       for k, v in data["items"].items()})
 
 
-class BaselineNotFound(LookupError):
-    pass
-
-
 def load_baseline(work_dir: Path, which: str, exclude: tuple[str, ...] = ()) -> Baseline | None:
     """The baseline cycle's final scores. ``latest`` is the newest finished cycle not in ``exclude``
     (None when there is none yet); a named cycle that has no records raises ``BaselineNotFound``."""
@@ -119,11 +162,8 @@ def load_baseline(work_dir: Path, which: str, exclude: tuple[str, ...] = ()) -> 
         if not candidates:
             return None
         cycle = candidates[-1]
-    elif which in known:
-        cycle = which
     else:
-        listing = ", ".join(known[-5:]) if known else "none yet"
-        raise BaselineNotFound(f"cycle {which} has no records in {work_dir} (recent cycles: {listing})")
+        cycle = resolve_cycle(which, work_dir, known)
     items = items_frame(attempts_frame(work_dir, cycles=[cycle]))
     found: dict[str, BaselineItem] = {}
     for row in items.itertuples(index=False):
@@ -153,13 +193,9 @@ class Regression:
     dimensions: tuple[DimensionDrop, ...] = ()
 
     def describe(self) -> list[str]:
-        lines = []
-        if self.before is not None and self.after is not None:
-            mark = "" if self.overall_dropped else " (within margin)"
-            lines.append(f"overall {self.before:.3f} -> {self.after:.3f} ({self.after - self.before:+.3f}){mark}")
-        lines += [f"dimension {d.dimension} {d.before:.3f} -> {d.after:.3f} ({d.after - d.before:+.3f})"
-                  for d in self.dimensions]
-        return lines
+        """What changed, as ``harness diff`` says it of an item (:func:`change_lines`)."""
+        return change_lines(self.before, self.after, [(d.dimension, d.before, d.after) for d in self.dimensions],
+                            note="" if self.overall_dropped else "within margin")
 
     def to_json(self) -> dict[str, Any]:
         return {"nodeid": self.nodeid, "before": self.before, "after": self.after,
@@ -190,3 +226,37 @@ def compare_item(nodeid: str, baseline: BaselineItem, score: float | None,
     if not overall_dropped and not drops:
         return None
     return Regression(nodeid, baseline.score, score, overall_dropped, tuple(drops))
+
+
+# --- how a change of one item is said: the gate's failure text and `harness diff` say it the same way --------
+
+
+def signed(change: float, digits: int = 3) -> str:
+    """``+0.050``, ``-0.300``; never ``-0.000`` for a change that is nothing but float noise."""
+    return f"{round(change, digits) + 0.0:+.{digits}f}"
+
+
+def score_change(label: str, before: float | None, after: float | None, *, note: str = "",
+                 why_none: tuple[str | None, str | None] = (None, None)) -> str:
+    """``overall 0.880 -> 0.820 (-0.060)``; a side with no score says why (``overall 0.880 -> none (an error
+    ended it before scoring)``); ``note`` follows a change in brackets (``(within margin)``)."""
+    def shown(score: float | None, why: str | None) -> str:
+        return f"{score:.3f}" if score is not None else "none" + (f" ({why})" if why else "")
+
+    text = f"{label} {shown(before, why_none[0])} -> {shown(after, why_none[1])}"
+    if before is not None and after is not None:
+        text += f" ({signed(after - before)})" + (f" ({note})" if note else "")
+    return text
+
+
+def change_lines(before: float | None, after: float | None, dimensions: Iterable[tuple[str, float, float]], *,
+                 verdicts: tuple[str, str] | None = None, note: str = "",
+                 why_none: tuple[str | None, str | None] = (None, None)) -> list[str]:
+    """One item's change, a line each: its verdict when it changed (``passed -> failed``), its overall score,
+    then each dimension (``dimension accuracy 0.900 -> 0.600 (-0.300)``). No overall line when neither side has
+    a score."""
+    lines = [f"{verdicts[0]} -> {verdicts[1]}"] if verdicts and verdicts[0] != verdicts[1] else []
+    if before is not None or after is not None:
+        lines.append(score_change("overall", before, after, note=note, why_none=why_none))
+    lines += [score_change(f"dimension {name}", b, a) for name, b, a in dimensions]
+    return lines

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.apps.tracking.results import ReportItem
+from harness.apps.tracking.comparisons import grid_markdown, pairwise_markdown, report_grids, report_pairwise
 from harness.base.fileio import append_text, atomic_write_text
 from harness.base.usage import shown_cost
 from harness.face.report_text import VERDICTS
@@ -69,6 +70,7 @@ def render_markdown(results: Sequence[ReportItem], *, title: str = "pytest-rubri
                           r.worst_dimensions()) if (r.failed or r.outcome != "passed") else ""
         lines.append(f"| {_status(r)} | `{_cell(r.name, 80)}` | {r.shown_score} | {_score(r.threshold)} | "
                      f"{r.attempts} | {r.cost} | {worst} |")
+    lines += grid_markdown(report_grids(results)) + pairwise_markdown(report_pairwise(results))
     regressions = [r for r in results if r.regression is not None]
     if regressions:
         lines += ["", f"### Regressions against {baseline or 'the baseline'}", "",

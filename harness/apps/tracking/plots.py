@@ -28,8 +28,11 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from harness.apps.tracking.comparisons import report_grids, report_pairwise
 from harness.apps.tracking.frames import attempts_frame, dimensions_frame, items_frame
 from harness.apps.tracking.rawdata import RawDataEntry, read_raw_data
+from harness.apps.tracking.results import ReportItem, results_from_records
+from harness.evaluation.comparison import PAIRWISE_RUBRIC, PairwiseTable, VariantGrid
 from harness.evaluation.items.result import why_no_score
 from harness.loading.goal_file import goal_metrics
 
@@ -382,6 +385,87 @@ def _dimension_figure(group: pd.DataFrame, rubric: str) -> Figure:
     return fig
 
 
+# --- comparisons: variants and pairwise, the newest cycle's ------------------------------------
+
+
+MEAN_COLOUR = "#1f77b4"
+
+
+def plot_comparisons(results: Sequence[ReportItem], out_dir: Path, cycle: str) -> list[Path]:
+    """``variants-{agent}`` (its variants' pass rates and mean scores with their 95% intervals, ranked as the
+    reports rank them) and ``pairwise-{comparison}`` (each pair's win rate with its interval) of one cycle's
+    items; nothing when it has neither."""
+    written: list[Path] = []
+    for grid in report_grids(results):
+        written += _save(_variants_figure(grid, cycle), Path(out_dir), f"variants-{slug(grid.agent)}")
+    for table in report_pairwise(results):
+        written += _save(_pairwise_figure(table, cycle), Path(out_dir), f"pairwise-{slug(table.comparison)}")
+    return written
+
+
+def _variants_figure(grid: VariantGrid, cycle: str) -> Figure:
+    """One row per variant, the best on top: its mean score and its pass rate, each with its interval."""
+    names = list(grid.variants)
+    fig = _figure(9.0, max(3.2, 1.4 + 0.55 * len(names)))
+    ax = fig.add_subplot()
+    for row, name in enumerate(names):
+        y = len(names) - 1 - row
+        column = grid.variants[name]
+        rate, mean = column.pass_rate, column.mean
+        if rate is not None:
+            ax.errorbar(rate.estimate, y + 0.12, xerr=[[rate.estimate - rate.low], [rate.high - rate.estimate]],
+                        fmt="s", color=PASS_COLOUR if rate.estimate >= 0.5 else FAIL_COLOUR, capsize=3)
+        if mean is not None:
+            ax.errorbar(mean.estimate, y - 0.12, xerr=[[mean.estimate - mean.low], [mean.high - mean.estimate]],
+                        fmt="o", color=MEAN_COLOUR, capsize=3)
+            ax.annotate(f"{mean.estimate:.3f}", (mean.high, y - 0.12), xytext=(6, -3), textcoords="offset points",
+                        fontsize=8, color=MEAN_COLOUR)
+        else:
+            ax.annotate("no score", (0.0, y - 0.12), xytext=(4, -3), textcoords="offset points", fontsize=8,
+                        color="#555555")
+    ax.set_yticks(range(len(names)), list(reversed(names)))
+    ax.set_ylim(-0.7, len(names) - 0.3)
+    ax.set_xlim(0, 1.08)
+    ax.set_xlabel("pass rate and mean score, with 95% intervals")
+    ax.set_title(f"{grid.agent}: {len(names)} variants x {len(grid.cases)} cases ({cycle})")
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.legend(handles=[Line2D([], [], marker="s", linestyle="", color=PASS_COLOUR, label="pass rate"),
+                        Line2D([], [], marker="o", linestyle="", color=MEAN_COLOUR, label="mean score")],
+               loc="outside right upper", frameon=False)
+    return fig
+
+
+def _pairwise_figure(table: PairwiseTable, cycle: str) -> Figure:
+    """One row per pair: the first side's win rate (a tie half a win) with its interval, against even odds."""
+    pairs = list(table.pairs.items())
+    fig = _figure(9.0, max(3.0, 1.4 + 0.5 * len(pairs)))
+    ax = fig.add_subplot()
+    for row, (pair, tally) in enumerate(pairs):
+        y = len(pairs) - 1 - row
+        rate = tally.win_rate
+        if rate is None:
+            ax.annotate("not judged", (0.5, y), ha="center", fontsize=8, color="#555555")
+            continue
+        colour = PASS_COLOUR if rate.low > 0.5 else FAIL_COLOUR if rate.high < 0.5 else "#7f7f7f"
+        ax.errorbar(rate.estimate, y, xerr=[[rate.estimate - rate.low], [rate.high - rate.estimate]], fmt="o",
+                    color=colour, capsize=3)
+        ax.annotate(f"{tally.a_wins}-{tally.b_wins}, {tally.ties} ties", (rate.high, y), xytext=(6, -3),
+                    textcoords="offset points", fontsize=8, color="#555555")
+    ax.axvline(0.5, color=THRESHOLD_COLOUR, linestyle="--", linewidth=1.2)
+    ax.set_yticks(range(len(pairs)), [pair for pair, _ in reversed(pairs)])
+    ax.set_ylim(-0.7, len(pairs) - 0.3)
+    ax.set_xlim(0, 1.15)
+    ax.set_xlabel("the first side's win rate, with its 95% interval (a tie is half a win)")
+    ax.set_title(f"{table.comparison}: pairwise over {len(table.cases)} cases ({cycle})")
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.legend(handles=[Line2D([], [], color=THRESHOLD_COLOUR, linestyle="--", label="even odds"),
+                        Line2D([], [], marker="o", linestyle="", color=PASS_COLOUR, label="first side better"),
+                        Line2D([], [], marker="o", linestyle="", color=FAIL_COLOUR, label="second side better"),
+                        Line2D([], [], marker="o", linestyle="", color="#7f7f7f", label="no clear winner")],
+               loc="outside lower center", ncols=4, frameon=False)
+    return fig
+
+
 # --- all of them -----------------------------------------------------------------------------
 
 
@@ -390,7 +474,12 @@ def write_plots(work_dir: Path, tracking_dir: Path, *, raw_data: Path | None = N
     """Every plot the records and ``raw_data.json`` allow, into ``tracking_dir/plots``; returns the files."""
     out_dir = Path(tracking_dir) / PLOTS_DIR
     items = items_frame(attempts_frame(Path(work_dir), cycles=cycles))
-    written = plot_scores(items, out_dir) + plot_dimensions(items, out_dir)
+    # a pairwise comparison's "score" is a preference, not a quality: its own picture draws it
+    scored = items[items["rubric_name"] != PAIRWISE_RUBRIC]
+    written = plot_scores(scored, out_dir) + plot_dimensions(scored, out_dir)
+    newest = sorted(items["cycle_id"].unique())[-1:] if len(items) else []
+    for cycle in newest:  # what the newest cycle compared: the reports' tables, drawn
+        written += plot_comparisons(results_from_records(work_dir, [cycle]), out_dir, cycle)
     raw = Path(raw_data) if raw_data is not None else Path(tracking_dir) / "raw_data.json"
     if raw.exists():
         written += plot_trajectories(raw, out_dir)

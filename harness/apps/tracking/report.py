@@ -11,8 +11,9 @@ import base64
 import datetime as dt
 import difflib
 import html
+import json
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -21,8 +22,10 @@ from harness.apps.tracking.frames import attempts_frame, items_frame
 from harness.apps.tracking.markdown import _score, _status, summary_counts
 from harness.apps.tracking.plots import plot_dimensions, plot_scores, plot_trajectories
 from harness.apps.tracking.results import ReportItem
+from harness.apps.tracking.comparisons import GRID_CSS, grid_html, pairwise_html, report_grids, report_pairwise
 from harness.base.fileio import atomic_write_text
-from harness.records import run_location
+from harness.evaluation.comparison import PAIRWISE_RUBRIC
+from harness.records import RecordReader, run_location
 
 ARTIFACT_LIMIT = 200_000  # characters of one artifact shown in the HTML report
 
@@ -56,6 +59,8 @@ pre.diff span { display: block; } .add { background: #dafbe1; } .del { backgroun
 .plots figure { margin: 0; border: 1px solid var(--line); border-radius: 6px; padding: 6px; background: #fff; }
 .plots img { width: 100%; height: auto; } figcaption { font-size: 12px; color: var(--muted); }
 .regression { color: var(--bad); font-weight: 600; }
+details.given table.inputs th { width: 16%; white-space: nowrap; } details.given pre { margin: 0; }
+h4 { font-size: 14px; margin: 10px 0 4px; }
 """
 
 
@@ -111,7 +116,15 @@ def _diff_html(before: str, after: str, before_name: str, after_name: str) -> st
     return '<pre class="diff">' + "".join(out) + "</pre>"
 
 
-def _attempt_html(row: pd.Series, previous_text: str | None, text: str | None, open_: bool) -> str:
+def _score_words(result: ReportItem) -> str:
+    """How an item's head says its score: against its threshold, or for a pairwise item what its preference means."""
+    if result.rubric == PAIRWISE_RUBRIC:
+        return f"pairwise · preference {result.shown_score} (1: the first side better, 0: the second, 0.50: a tie)"
+    return f"rubric {result.rubric or '?'} · score {result.shown_score} / threshold {_score(result.threshold)}"
+
+
+def _attempt_html(row: pd.Series, previous_text: str | None, text: str | None, open_: bool,
+                  expand: bool = False) -> str:
     score = None if pd.isna(row["overall_score"]) else float(row["overall_score"])
     threshold = float(row["threshold"])
     parts = [f'<details class="attempt"{" open" if open_ else ""}><summary>Attempt {int(row["attempt"])}: '
@@ -134,30 +147,68 @@ def _attempt_html(row: pd.Series, previous_text: str | None, text: str | None, o
                      + "</ul>")
     attempt = int(row["attempt"])
     if previous_text is not None and text is not None:
-        parts.append(f"<details><summary>Changes from attempt {attempt - 1}</summary>"
+        parts.append(f"<details{' open' if expand else ''}><summary>Changes from attempt {attempt - 1}</summary>"
                      + _diff_html(previous_text, text, f"attempt-{attempt - 1}.md", f"attempt-{attempt}.md")
                      + "</details>")
     if text is not None:
-        parts.append(f"<details><summary>Artifact (attempt-{attempt}.md)</summary><pre>{_e(text)}</pre></details>")
+        parts.append(f"<details{' open' if expand else ''}><summary>Artifact (attempt-{attempt}.md)</summary>"
+                     f"<pre>{_e(text)}</pre></details>")
     elif row["artifact_path"]:
         parts.append(f'<p class="muted">Artifact not found: {_e(row["artifact_path"])}</p>')
     parts.append("</details>")
     return "".join(parts)
 
 
-def _item_html(result: ReportItem, attempts: pd.DataFrame, work_dir: Path) -> str:
+def _given_text(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def case_html(case_data: dict | None, *, open_: bool = False) -> str:
+    """An item's inputs and reference answer as the records keep them (``RecordReader.case_data``); nothing for an
+    item recorded without them."""
+    if not case_data:
+        return ""
+    inputs, expected, cut = case_data.get("inputs"), case_data.get("expected"), case_data.get("cut") or {}
+    parts = []
+    if case_data.get("description"):
+        parts.append(f'<p class="description">{_e(case_data["description"])}</p>')
+    parts.append("<h4>Inputs</h4>")
+    if isinstance(inputs, dict) and "inputs" not in cut:
+        rows = "".join(f'<tr data-input="{_e(name)}"><th>{_e(name)}</th><td><pre>{_e(_given_text(value))}</pre>'
+                       "</td></tr>" for name, value in inputs.items())
+        parts.append(f'<table class="inputs"><tbody>{rows}</tbody></table>' if rows else
+                     '<p class="muted">none</p>')
+    else:
+        parts.append(f'<pre class="inputs">{_e(_given_text(inputs))}</pre>')
+    parts.append("<h4>Reference answer</h4>")
+    parts.append('<p class="muted">none</p>' if expected is None else
+                 f'<pre class="expected">{_e(_given_text(expected))}</pre>')
+    for name, size in cut.items():
+        parts.append(f'<p class="muted">{_e(name)} cut: {int(size):,} bytes of JSON, of which the first 64 KB are '
+                     "kept and shown</p>")
+    count = len(inputs) if isinstance(inputs, dict) else "?"
+    summary = f"Inputs ({count}) and reference answer{'' if expected is not None else ' (none)'}"
+    return (f'<details class="given"{" open" if open_ else ""}><summary>{_e(summary)}</summary>{"".join(parts)}'
+            "</details>")
+
+
+def item_html(result: ReportItem, attempts: pd.DataFrame, work_dir: Path, case_data: dict | None = None, *,
+              expand: bool = False) -> str:
+    """One item's section: its head, its inputs and reference answer, then every attempt (``expand``: each one
+    open, with its diff)."""
     kind = "failed" if result.failed else ("passed" if result.outcome == "passed" else "other")
     status = _status(result).split(" ", 1)[-1]
     anchor = "item-" + "".join(c if c.isalnum() else "-" for c in result.nodeid)
     head = (f'<section class="item {kind}" id="{_e(anchor)}" data-nodeid="{_e(result.nodeid)}">'
             f'<h3>{_e(result.name)} <span class="badge {_e(status)}">{_e(status)}</span></h3>'
-            f'<p class="muted">{_e(result.nodeid)} · rubric {_e(result.rubric or "?")} · score {_e(result.shown_score)} '
-            f'/ threshold {_score(result.threshold)} · {result.attempts} attempt{"s" if result.attempts != 1 else ""} · '
+            f'<p class="muted">{_e(result.nodeid)} · {_e(_score_words(result))} · '
+            f'{result.attempts} attempt{"s" if result.attempts != 1 else ""} · '
             f'cost {_e(result.cost)} · {result.tokens} tokens</p>')
     parts = [head]
     if result.regression is not None:
         parts.append('<p class="regression">Regression against the baseline: '
                      + _e("; ".join(result.regression.describe())) + "</p>")
+    parts.append(case_html(case_data, open_=expand))
     rows = attempts[attempts["nodeid"] == result.nodeid].sort_values("attempt")
     previous: str | None = None
     last = len(rows) - 1
@@ -165,7 +216,8 @@ def _item_html(result: ReportItem, attempts: pd.DataFrame, work_dir: Path) -> st
         path = resolve_artifact(row["artifact_path"], work_dir, row["cycle_id"], row["agent_name"], row["case_id"],
                                 int(row["attempt"]))
         text = _read_artifact(path)
-        parts.append(_attempt_html(row, previous, text, open_=(index == last and kind != "passed")))
+        parts.append(_attempt_html(row, previous, text, open_=expand or (index == last and kind != "passed"),
+                                   expand=expand))
         previous = text
     if rows.empty and result.dimensions:  # a session result without records: show what the report carried
         parts.append(_attempt_html(pd.Series({
@@ -202,6 +254,24 @@ def _plots_html(work_dir: Path, cycles: list[str], tracking_dir: Path | None) ->
     return '<h2 id="plots">Plots</h2><div class="plots">' + "".join(figures) + "</div>"
 
 
+def items_table(results: Sequence[ReportItem], href: Callable[[ReportItem], str] | None = None) -> str:
+    """The overview: one row per item (in the order given) with its badge, score, attempts, cost and worst
+    dimensions; each item links to ``href(item)``, by default its section of the same page."""
+    parts = ['<table class="overview"><thead><tr><th>status</th><th>item</th><th>score</th><th>threshold</th>'
+             "<th>attempts</th><th>cost</th><th>worst dimensions</th></tr></thead><tbody>"]
+    for r in results:
+        link = href(r) if href is not None else "#item-" + "".join(c if c.isalnum() else "-" for c in r.nodeid)
+        worst = "; ".join(f"{n} {s:.2f}" for n, s, _ in r.worst_dimensions())
+        status = _status(r).split(" ", 1)[-1]
+        parts.append(f'<tr class="{_e(status)}"><td><span class="badge {_e(status)}">{_e(status)}</span></td>'
+                     f'<td><a href="{_e(link)}">{_e(r.name)}</a></td>'
+                     f'<td class="num">{_e(r.shown_score)}</td><td class="num">{_score(r.threshold)}</td>'
+                     f'<td class="num">{r.attempts}</td><td class="num">{_e(r.cost)}</td>'
+                     f"<td>{_e(worst)}</td></tr>")
+    parts.append("</tbody></table>")
+    return "".join(parts)
+
+
 def render_html(work_dir: Path, cycles: list[str], results: Sequence[ReportItem], *,
                 baseline: str | None = None, tracking_dir: Path | None = None, plots: bool = True,
                 title: str = "pytest-rubric report") -> str:
@@ -217,33 +287,24 @@ def render_html(work_dir: Path, cycles: list[str], results: Sequence[ReportItem]
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<link rel="icon" href="data:,">',
         f"<title>{_e(title)}{(' · ' + _e(', '.join(cycles))) if cycles else ''}</title>",
-        f"<style>{CSS}</style></head><body>",
+        f"<style>{CSS}{GRID_CSS}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
         f'<p class="muted">cycle {_e(", ".join(cycles) or "none")}'
         + (f" · baseline {_e(baseline)}" if baseline else "") + f" · generated {when}</p>",
         f'<p id="summary">{_e(counts)}</p>',
     ]
+    parts.append(grid_html(report_grids(results)) + pairwise_html(report_pairwise(results)))  # the comparisons first
     if results:
-        parts.append('<h2 id="overview">Items</h2><table class="overview"><thead><tr><th>status</th><th>item</th>'
-                     '<th>score</th><th>threshold</th><th>attempts</th><th>cost</th><th>worst dimensions</th>'
-                     "</tr></thead><tbody>")
-        for r in results:
-            anchor = "item-" + "".join(c if c.isalnum() else "-" for c in r.nodeid)
-            worst = "; ".join(f"{n} {s:.2f}" for n, s, _ in r.worst_dimensions())
-            status = _status(r).split(" ", 1)[-1]
-            parts.append(f'<tr class="{_e(status)}"><td><span class="badge {_e(status)}">{_e(status)}</span></td>'
-                         f'<td><a href="#{_e(anchor)}">{_e(r.name)}</a></td>'
-                         f'<td class="num">{_e(r.shown_score)}</td><td class="num">{_score(r.threshold)}</td>'
-                         f'<td class="num">{r.attempts}</td><td class="num">{_e(r.cost)}</td>'
-                         f"<td>{_e(worst)}</td></tr>")
-        parts.append("</tbody></table>")
+        parts.append('<h2 id="overview">Items</h2>' + items_table(results))
     else:
         parts.append("<p>No harness items in this cycle.</p>")
     if plots:
         parts.append(_plots_html(work_dir, cycles, tracking_dir))
     if results:
         parts.append('<h2 id="details">Attempts</h2>')
-        parts += [_item_html(r, attempts, work_dir) for r in results]
+        reader = RecordReader(work_dir)
+        given = {(cycle, nodeid): data for cycle in cycles for nodeid, data in reader.case_data(cycle).items()}
+        parts += [item_html(r, attempts, work_dir, given.get((r.cycle, r.nodeid))) for r in results]
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 

@@ -32,6 +32,7 @@ class ReportItem:
     tokens: int = 0
     agent: str | None = None
     case: str | None = None
+    variant: str | None = None  # the agent's variant it ran (``variants:``)
     rubric: str | None = None
     cycle: str | None = None
     artifact: str | None = None
@@ -62,7 +63,9 @@ class ReportItem:
 
     @property
     def name(self) -> str:
-        return f"{self.agent}::{self.case}" if self.agent and self.case else self.nodeid
+        if not (self.agent and self.case):
+            return self.nodeid
+        return f"{self.agent}::{self.case}" + (f"[{self.variant}]" if self.variant else "")
 
     def worst_dimensions(self, count: int = 2) -> list[tuple[str, float, str]]:
         """The lowest-scored dimensions with their reasons; ties go to the heavier dimension."""
@@ -91,7 +94,7 @@ def from_user_properties(nodeid: str, properties: Iterable[tuple[str, Any]],
         nodeid=nodeid, outcome=result.outcome, score=result.score, threshold=result.threshold,
         attempts=result.attempts, cost_usd=result.cost_usd, cost_known=result.cost_known, tokens=result.tokens,
         agent=result.agent,
-        case=result.case, rubric=result.rubric, cycle=result.cycle, artifact=result.artifact,
+        case=result.case, variant=result.variant, rubric=result.rubric, cycle=result.cycle, artifact=result.artifact,
         dimensions=result.dimensions, test_outcome=test_outcome, cached_answers=result.cached_answers,
         regression=Regression.from_json(result.regression) if result.regression else None,
     )
@@ -108,7 +111,8 @@ def results_from_records(work_dir: Path, cycles: list[str]) -> list[ReportItem]:
             nodeid=row.nodeid, outcome=row.outcome, score=number_or_none(row.overall_score), threshold=number_or_none(row.threshold),
             attempts=int(row.attempts), cost_usd=float(row.cost_usd), cost_known=bool(row.cost_known),
             tokens=int(row.tokens), agent=row.agent_name,
-            case=row.case_id, rubric=row.rubric_name, cycle=row.cycle_id, artifact=row.artifact_path,
+            case=row.case_id, variant=row.variant if isinstance(row.variant, str) else None, rubric=row.rubric_name,
+            cycle=row.cycle_id, artifact=row.artifact_path,
             dimensions=row.dimensions or {}, test_outcome=row.verdict, cached_answers=int(row.cached_answers),
         ))
     return sorted(out, key=ReportItem.sort_key)

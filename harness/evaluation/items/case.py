@@ -17,6 +17,7 @@ from harness.base.errors import HarnessConfigError
 from harness.base.models import AgentConfig, Case, Rubric
 from harness.evaluation.engine import CasePlan, run_loop
 from harness.evaluation.items.kinds import ItemContext, ItemKind, ItemSpec, item_kind
+from harness.evaluation.items.result import item_title
 from harness.evaluation.runners import Runner
 from harness.evaluation.steps import LoopResult
 from harness.loading import load_cases
@@ -93,17 +94,22 @@ class CaseKind(ItemKind):
         cases = load_cases(path, agents=suite.agents, input_roots=context.input_roots,
                            import_root=context.import_root, check_kinds=context.check_kinds(),
                            data_modules=context.data_modules)
-        prepared = {name: self._prepare(context, suite.agents[name]) for name in dict.fromkeys(c.agent for c in cases)}
-        # each case's rubric (its own criteria and checks, its slots filled), every slot checked before a call
-        rubrics = [prepared[case.agent][0].rubric_for(case) for case in cases]
-        for case, rubric in zip(cases, rubrics):
-            agent = suite.agents[case.agent]
-            fit, runners = prepared[case.agent]
-            yield ItemSpec(name=case.id, label=f"{agent.name}[{case.id}] scored by {rubric.name}",
-                           payload=CaseWork(case, agent, rubric, runners), line=case.line,
-                           rubrics=tuple(filter(None, (rubric.name, rubric.rubric_id))), agent=agent.name,
-                           case=case.id, threshold=agent.policy.threshold_for(rubric), models=fit.models,
-                           escalation_fails_gate=agent.policy.escalation_fails_gate)
+        # an agent with variants runs each case once per variant: its runners made per variant
+        runs_of = {name: suite.agents[name].variants or (suite.agents[name],)
+                   for name in dict.fromkeys(c.agent for c in cases)}
+        prepared = {(agent.name, agent.variant): self._prepare(context, agent)
+                    for agents in runs_of.values() for agent in agents}
+        for case in cases:
+            for agent in runs_of[case.agent]:
+                fit, runners = prepared[agent.name, agent.variant]
+                # the case's rubric (its own criteria and checks, its slots filled), every slot checked before a call
+                rubric = fit.rubric_for(case)
+                yield ItemSpec(name=f"{case.id}[{agent.variant}]" if agent.variant else case.id,
+                               label=f"{item_title(agent.name, case.id, agent.variant)} scored by {rubric.name}",
+                               payload=CaseWork(case, agent, rubric, runners), line=case.line,
+                               rubrics=tuple(filter(None, (rubric.name, rubric.rubric_id))), agent=agent.name,
+                               case=case.id, variant=agent.variant, threshold=agent.policy.threshold_for(rubric),
+                               models=fit.models, escalation_fails_gate=agent.policy.escalation_fails_gate)
 
     def _prepare(self, context: ItemContext, agent: AgentConfig) -> tuple[_AgentFit, dict[str, Runner]]:
         """The rubric and runners of an agent, shared by all its cases in this file."""
@@ -128,7 +134,11 @@ class CaseKind(ItemKind):
                 raise HarnessConfigError(spec.file, spec.field, f"no plugin builds runners of kind {spec.kind!r}",
                                          "install the plugin that provides it or use prompt/template/python/command")
             runners[role] = runner
-        models = tuple(dict.fromkeys(context.model_name(agent, role) for role in agent.models))
+        names = [context.model_name(agent, role) for role in agent.models]
+        ensemble = agent.models.get("evaluator", agent.judge).ensemble
+        if ensemble is not None and "evaluator" in agent.models and not context.judge_model:
+            names += ensemble.names  # the cost cap checks every judge's price, not the first's alone
+        models = tuple(dict.fromkeys(names))
         return _AgentFit(CaseFit(agent, rubric), models), runners
 
     def run(self, spec: ItemSpec, nodeid: str, context: ItemContext) -> LoopResult:

@@ -59,6 +59,7 @@ class ItemSpec:
     rubrics: tuple[str, ...] = ()        # the names --rubric selects it by (a rubric's name and rubric_id)
     agent: str | None = None             # who its records are filed under; None: it records nothing
     case: str | None = None              # its case id in the records
+    variant: str | None = None           # the agent's variant it runs (``variants:``): the last part of its name
     threshold: float | None = None
     models: tuple[str, ...] = ()         # the models it may call ("provider/name"): the cost cap checks their prices
     concurrent: bool = True              # runs in the session's pool beside the other items

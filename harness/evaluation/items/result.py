@@ -29,6 +29,7 @@ class ItemResult:
     exit_code: int | None = None  # the exit codes' list: 0 passed, 1 below the bar, 65 a command's own, 143 SIGTERM
     agent: str | None = None
     case: str | None = None
+    variant: str | None = None  # the agent's variant it ran (``variants:``)
     rubric: str | None = None
     cycle: str | None = None
     score: float | None = None
@@ -53,21 +54,24 @@ class ItemResult:
     baseline_score: float | None = None
     # what a kind of its own reports beside (a goal's score, metric and phase): each written ``harness_<name>``
     facts: dict[str, Any] = field(default_factory=dict)
+    # a judge ensemble's: the judges, those that answered, each dimension's votes and their kappa (ensemble.py)
+    judge_agreement: dict[str, Any] | None = None
 
     @classmethod
     def of_run(cls, run: LoopResult, *, kind: str, agent: str | None, case: str | None, rubric: str | None,
-               threshold: float | None, cycle: str | None) -> ItemResult:
+               threshold: float | None, cycle: str | None, variant: str | None = None) -> ItemResult:
         """The result of an item that ran from the shared steps."""
         spend = run.spend
         usage = spend.usage
         evaluation = run.last_evaluation
         dims = {} if evaluation is None else {
-            name: {"score": d.score, "weight": round(d.weight, 6), "reason": d.reason, **d.answer}
+            name: {"score": d.score, "weight": round(d.weight, 6), "reason": d.reason, **d.answer,
+                   **({"judges": d.judges} if d.judges else {})}
             for name, d in evaluation.dimensions.items()}
         samples = evaluation.samples if evaluation is not None and evaluation.samples else None
         return cls(
-            outcome=run.outcome, kind=kind, exit_code=run.exit_code, agent=agent, case=case, rubric=rubric,
-            cycle=cycle,
+            outcome=run.outcome, kind=kind, exit_code=run.exit_code, agent=agent, case=case, variant=variant,
+            rubric=rubric, cycle=cycle,
             score=run.final_score, threshold=threshold, attempts=run.final_attempt,
             input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
             cache_write_tokens=usage.cache_write_tokens, cache_read_tokens=usage.cache_read_tokens,
@@ -76,6 +80,7 @@ class ItemResult:
             models=spend.by_model() if len(spend.models) > 1 or not spend.cost_known else None,
             artifact=run.artifact_path, dimensions=dims, cached_answers=spend.cached, samples=samples,
             unstable=bool(samples) and bool(evaluation and evaluation.unstable),
+            judge_agreement=evaluation.judge_agreement if evaluation is not None else None,
             unscored=run.escalation_reason if run.outcome == "indeterminate" else None,
             unconfined=tuple(f"{agent}.{role}" for role in run.unconfined_roles))
 
@@ -164,7 +169,7 @@ class ItemResult:
                 if isinstance(dim, dict) and dim.get("label", dim.get("rating")) is not None}
 
 
-_JSON = frozenset({"models", "dimensions", "samples", "regression"})
+_JSON = frozenset({"models", "dimensions", "samples", "regression", "judge_agreement"})
 _FIELDS = frozenset(spec.name for spec in fields(ItemResult))
 _OMITTED_WHEN_FALSE = frozenset({"unstable", "staged"})
 _INTS = frozenset({"attempts", "input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens",
@@ -208,6 +213,11 @@ NO_SCORE = {  # why an item that ran has no score, by its outcome
     "escalated": "escalated before scoring",
     "interrupted": "interrupted before scoring",
 }
+
+
+def item_title(agent: str, case: str, variant: str | None = None) -> str:
+    """How reports name an item: ``writer[case-1]``, and its variant when the agent has some."""
+    return f"{agent}[{case}]" + (f" (variant {variant})" if variant else "")
 
 
 def why_no_score(outcome: str, unscored: str | None = None) -> str:
