@@ -505,6 +505,39 @@ def test_a_provider_without_a_model_name_is_one_collection_line(project: Project
     option.stderr.fnmatch_lines(["*--harness-judge-model openai/: 'openai/' has no model name after the provider*"])
 
 
+@pytest.mark.parametrize(("written", "right"), [
+    ("gpt-4.1", "`openai/gpt-4.1` (the key from OPENAI_API_KEY)"),
+    ("o3-mini", "`openai/o3-mini`"),
+    ("gemini-2.5-pro", "`openai/gemini-2.5-pro` with `base_url: https://generativelanguage.googleapis.com/v1beta/"),
+    ("llama3.1:8b", "`openai/llama3.1:8b` with the `base_url` of the OpenAI-compatible server"),
+])
+def test_another_providers_bare_model_name_is_one_line_with_its_right_spelling(project: Project, written: str,
+                                                                                 right: str) -> None:
+    """A bare name is Anthropic's: DeepEval's `gpt-4.1` would be sent to Anthropic's endpoint without a word."""
+    mixed_project(project)
+    project.agents(MIXED_AGENTS.replace("model: openai/gpt-4.1-mini", f"model: {written}"))
+    result = project.run("suites/")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    lines = [line for line in result.outlines if line.startswith("suites/agents.yaml: judge.model: ")]
+    assert lines and lines[0].startswith(f"suites/agents.yaml: judge.model: {written} is ")
+    assert f"a bare name means Anthropic's; write {right}" in lines[0]
+    assert "Traceback" not in result.stdout.str()
+    option = project.run("suites/", "--harness-judge-model", written)
+    assert option.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"write {right}" in option.stderr.str()
+
+
+def test_a_model_or_judge_may_be_written_as_its_name_alone(project: Project, fake_openai: FakeOpenAI) -> None:
+    """`judge: openai/gpt-4.1-mini` means `judge: {model: openai/gpt-4.1-mini}`, as users write it first."""
+    mixed_project(project)
+    project.agents("model: mock/echo\njudge: openai/gpt-4.1-mini\n" + MIXED_AGENTS[MIXED_AGENTS.index("agents:"):])
+    fake_openai.responder = openai_judge()
+    result = project.run("suites/")
+    result.assert_outcomes(passed=1)
+    (judge_request,) = fake_openai.requests  # the judge on OpenAI; the producer on the mock provider, not called
+    assert judge_request["model"] == "gpt-4.1-mini"
+
+
 def test_a_missing_openai_key_is_named_in_the_summary(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)

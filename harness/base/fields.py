@@ -271,10 +271,13 @@ class Section:
         return self.fields.error(key, problem, fix)
 
     def section(self, key: str, *, known: Iterable[str] | None, required: Iterable[str] = (),
-                example: str | None = None) -> Section:
-        """The mapping under ``key`` (absent or empty: an empty one)."""
-        return self.fields.nested(key).section(self.raw.get(key) or {}, known=known, required=required,
-                                               example=example)
+                example: str | None = None, shorthand: str | None = None) -> Section:
+        """The mapping under ``key`` (absent or empty: an empty one). With ``shorthand``, a text there stands for
+        that one key (``judge: claude-sonnet-4-6`` is ``judge: {model: claude-sonnet-4-6}``)."""
+        raw = self.raw.get(key) or {}
+        if shorthand is not None and isinstance(raw, str):
+            raw = {shorthand: raw}
+        return self.fields.nested(key).section(raw, known=known, required=required, example=example)
 
     def text(self, key: str, default: str | None = None) -> str | None:
         """Text, possibly blank; an unquoted number or date is read as the text it was written as."""

@@ -106,7 +106,7 @@ def load_pairwise(path: Path, *, suite: SuiteConfig, roots: Sequence[Path] = ())
                         f"use one of: {', '.join(sorted(suite.agents))}")
     sides = _sides(top, agent, suite)
     return PairwiseFile(path=path, name=name, description=top.text("description"), cases=cases, agent=agent,
-                        sides=sides, judge=_judge(top.section("judge", known=JUDGE_KEYS, required=("model",)), roots))
+                        sides=sides, judge=_judge(top.section("judge", known=JUDGE_KEYS, required=("model",), shorthand="model"), roots))
 
 
 def _stem(path: Path) -> str:

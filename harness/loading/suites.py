@@ -82,8 +82,8 @@ def load_suite(path: Path, *, rubrics_dir: Path, runner_kinds: Iterable[str],
         escalation_fails_gate=defaults.boolean("escalation_fails_gate", True),
         always_judge=defaults.boolean("always_judge", False),
     )
-    judge = _model_settings(top.section("judge", known=_MODEL_KEYS), ModelSettings())
-    production = _model_settings(top.section("model", known=_MODEL_KEYS), ModelSettings())
+    judge = _model_settings(top.section("judge", known=_MODEL_KEYS, shorthand="model"), ModelSettings())
+    production = _model_settings(top.section("model", known=_MODEL_KEYS, shorthand="model"), ModelSettings())
     kinds = tuple(runner_kinds)
     agents = {}
     for name, agent_raw in agents_raw.items():
@@ -253,8 +253,8 @@ def _load_agent(name: str, raw: Any, path: Path, base_policy: LoopPolicy, judge:
         always_judge=agent.boolean("always_judge", base_policy.always_judge),
     ))
     roles = _roles(agent, ("producer", "evaluator", "reviser"), kinds, roots,
-                   judge=_model_settings(agent.section("judge", known=_MODEL_KEYS), judge),
-                   production=_model_settings(agent.section("model", known=_MODEL_KEYS), production))
+                   judge=_model_settings(agent.section("judge", known=_MODEL_KEYS, shorthand="model"), judge),
+                   production=_model_settings(agent.section("model", known=_MODEL_KEYS, shorthand="model"), production))
     config = AgentConfig(name=name, rubric_path=_rubric_path(agent, path, rubrics_dir), policy=policy, **roles)
     variants = []
     for variant in agent_variants(agent):  # each read as the agent's own entry with the variant's values in it
@@ -278,8 +278,8 @@ def runner_agent(name: str, section: Section, *, rubric_path: Path, runner_kinds
     ``model:`` and ``judge:``), each read exactly as agents.yaml reads an agent's: a construct's phase runs like an
     agent's producer and is judged like its evaluator. ``producer:`` must be there."""
     roles = _roles(section, ("producer", "evaluator"), tuple(runner_kinds), tuple(input_roots),
-                   judge=_model_settings(section.section("judge", known=_MODEL_KEYS), ModelSettings()),
-                   production=_model_settings(section.section("model", known=_MODEL_KEYS), ModelSettings()))
+                   judge=_model_settings(section.section("judge", known=_MODEL_KEYS, shorthand="model"), ModelSettings()),
+                   production=_model_settings(section.section("model", known=_MODEL_KEYS, shorthand="model"), ModelSettings()))
     return AgentConfig(name=name, rubric_path=rubric_path, policy=LoopPolicy(), **roles)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -326,12 +327,40 @@ def model_problem(settings: ModelSettings) -> str | None:
         missing = "model name after the provider" if provider.strip() else "provider before the slash"
         return (f"{settings.model!r} has no {missing} (write provider/model, e.g. openai/gpt-4.1-mini, or a bare "
                 "name for Anthropic's)")
+    if not slash:
+        elsewhere = other_providers_model(settings.model)
+        if elsewhere:
+            return elsewhere
     try:
         factory = provider_factory(settings.provider)
     except UnknownProvider as exc:
         return str(exc)
     check = getattr(factory, "check_name", None)
     return check(settings.name) if callable(check) else None
+
+
+# Bare names a user brings from DeepEval, promptfoo or a provider's docs: a bare name is Anthropic's here, so these
+# would reach Anthropic's endpoint and fail there, far from the line that caused it.
+_OPENAI_NAMES = re.compile(r"^(?:gpt-|chatgpt-|o\d(?:-|$)|text-embedding-|davinci|babbage|codex-)", re.IGNORECASE)
+_GEMINI_NAMES = re.compile(r"^gemini-", re.IGNORECASE)
+_OPEN_WEIGHT_NAMES = re.compile(r"^(?:llama|meta-llama|mistral|mixtral|codestral|qwen|deepseek|gemma|phi-|"
+                                r"command-r|granite|olmo)", re.IGNORECASE)
+
+
+def other_providers_model(model: str) -> str | None:
+    """Why a bare ``model`` (which means Anthropic's) is another provider's model, with its right spelling; None
+    for a name that may be Anthropic's."""
+    if _OPENAI_NAMES.match(model):
+        return (f"{model} is an OpenAI model, and a bare name means Anthropic's; write `openai/{model}` "
+                "(the key from OPENAI_API_KEY)")
+    if _GEMINI_NAMES.match(model):
+        return (f"{model} is a Google model, and a bare name means Anthropic's; write `openai/{model}` with "
+                "`base_url: https://generativelanguage.googleapis.com/v1beta/openai/` and "
+                "`api_key_env: GEMINI_API_KEY` (Google's OpenAI-compatible endpoint)")
+    if _OPEN_WEIGHT_NAMES.match(model):
+        return (f"{model} is an open-weight model, and a bare name means Anthropic's; write `openai/{model}` with "
+                "the `base_url` of the OpenAI-compatible server that serves it (vLLM, Ollama, a hosted endpoint)")
+    return None
 
 
 def one_line(text: object, limit: int = 300) -> str:
