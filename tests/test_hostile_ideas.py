@@ -364,7 +364,7 @@ def test_hostile_ideas_neither_win_nor_escape(tmp_path: Path, listener: Listener
         assert what[f"round_1_user_{cheat}"].startswith("the check rejected the run's output: missing answer"), what
         assert results[f"round_1_user_{cheat}"]["benchmark_score"] is None
     # flagged candidates were still measured, honestly: no patched or stopped clock made the trial division fast
-    plan = load(base / "plan_archive" / "round_1" / "round_1_user_06_timer.json")
+    plan = load(base / "state" / "plan_archive" / "round_1" / "round_1_user_06_timer.json")
     assert "a timer" in plan["critic_review"]["measurement_flags"][0]
     timer = results["round_1_user_06_timer"]
     sieve = results["round_1_user_01_sieve"]["benchmark_score"]

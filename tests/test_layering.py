@@ -44,6 +44,7 @@ DEFERRED = {
        for target in ("harness.loading", "harness.loading.versioning", "harness.records")},
     ("harness.apps.tracking.compare", "harness.apps.tracking.frames"): PANDAS_WHEN_NEEDED,
     ("harness.apps.view.cli", "harness.apps.view.server"): PANDAS_WHEN_NEEDED + " (`harness view` once it has records)",
+    ("harness.apps.shards.cli", "harness.apps.shards.gate"): PANDAS_WHEN_NEEDED + " (`harness merge --compare`)",
     ("harness.apps.traces", "harness.apps.traces.frames"): PANDAS_WHEN_NEEDED + " (the loaders; `harness traces` "
                                                                                   "never does)",
     ("harness.face.options", "harness.records.otel"): PLUGIN_STAYS_LIGHT + "; the exporter's check loads only with "

@@ -62,7 +62,7 @@ def test_a_run_killed_in_iteration_2_resumes_and_stops_after_the_3_asked(tmp_pat
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     assert any(s.startswith("iteration 2") for s in seen), "".join(seen)
-    state = load(root / "WORK/improve/synth/iteration_state.json")
+    state = load(root / "WORK/improve/synth/state/iteration_state.json")
     assert (state["iteration"], state["status"]) == (2, "in_progress")  # killed: nobody wrote "interrupted"
     assert state["run"] == {"first_iteration": 1, "iterations": 3, "finished": False}
     assert history_numbers(root) == [1]
@@ -81,7 +81,7 @@ def test_a_run_killed_in_iteration_2_resumes_and_stops_after_the_3_asked(tmp_pat
         git(straight, "log", "--merges", "--format=%s").splitlines()
     assert len(worktrees(root)) == 1 and git(root, "status", "--porcelain") == ""
     validate_all_records(root, "synth")
-    state = load(root / "WORK/improve/synth/iteration_state.json")
+    state = load(root / "WORK/improve/synth/state/iteration_state.json")
     assert (state["iteration"], state["status"], state["run"]["finished"]) == (3, "completed", True)
 
     # The run is finished: the same command now starts a new run (here: no ideas left, so all_rejected).
@@ -114,7 +114,7 @@ def test_a_run_interrupted_in_iteration_2_finishes_the_n_asked(tmp_path: Path, m
     assert summary.iterations == [2, 3] and summary.statuses == ["merged", "merged"]
     assert history_numbers(root) == [1, 2, 3]
     assert "resuming the run that started at iteration 1: iterations 1 to 3" in lines
-    assert json.loads((root / "WORK/improve/synth/iteration_state.json").read_text())["run"]["finished"] is True
+    assert json.loads((root / "WORK/improve/synth/state/iteration_state.json").read_text())["run"]["finished"] is True
 
 
 def test_a_kill_between_two_iterations_still_ends_after_n(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
@@ -134,7 +134,7 @@ def test_a_kill_between_two_iterations_still_ends_after_n(tmp_path: Path, monkey
     with pytest.raises(SystemExit):
         improve(goal, 3, echo=lambda line: None, plots=False)
     monkeypatch.undo()
-    state = json.loads((root / "WORK/improve/synth/iteration_state.json").read_text())
+    state = json.loads((root / "WORK/improve/synth/state/iteration_state.json").read_text())
     assert (state["iteration"], state["status"], state["run"]["finished"]) == (1, "completed", False)
     assert improve(goal, 3, echo=lambda line: None, plots=False).iterations == [2, 3]
     assert history_numbers(root) == [1, 2, 3]

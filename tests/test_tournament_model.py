@@ -60,8 +60,9 @@ def test_the_model_path_end_to_end(tmp_path: Path, fake_anthropic: FakeAnthropic
 
     brief = load(base / "research" / "round_1.json")
     assert brief["ideas"][0]["title"] == "Raise VALUE" and brief["cost"]["input_tokens"] == 1000
-    plan = load(base / "plan_archive" / "round_1" / "round_1_planner_a.json")
+    plan = load(base / "state" / "plan_archive" / "round_1" / "round_1_planner_a.json")
     assert plan["critic_approved"] and plan["architect_review"]["verdict"] == "approve"
+    assert plan["architect_review"]["reviewed"] is True and plan["architect_review"]["feedback"] == "small and focused"
     assert plan["cost"]["calls"] == 2 and plan["cost"]["cost_usd"] > 0  # planner + architect
     result = load(base / "results" / "round_1" / "executor_1.json")
     assert result["executor_kind"] == "model" and result["status"] == "success"
@@ -91,7 +92,7 @@ def test_a_failing_model_does_not_fail_the_run(tmp_path: Path, fake_anthropic: F
     assert summary.statuses == ["merged"]
     assert any(ln.startswith("  research brief: failed (") for ln in lines)
     assert any(ln.startswith("  planner_a: failed (") for ln in lines)
-    state = load(tmp_path / "r/WORK/improve/synth/iteration_state.json")
+    state = load(tmp_path / "r/WORK/improve/synth/state/iteration_state.json")
     assert state["research"]["status"] == "failed"
     assert state["planning"]["plans"]["planner_b"]["status"] == "failed"
 
@@ -106,11 +107,11 @@ def test_a_model_without_a_price_shows_an_unknown_cost_never_zero(tmp_path: Path
     fake_anthropic.responder = unpriced
     base, lines = one_iteration(tmp_path / "r", "claude-unpriced-1")
 
-    state = load(base / "iteration_state.json")
+    state = load(base / "state" / "iteration_state.json")
     research = state["research"]
     assert research["status"] == "failed"  # its two calls were billed all the same
     assert research["cost"]["calls"] == 2 and research["cost"]["input_tokens"] == 600
-    plan = load(base / "plan_archive" / "round_1" / "round_1_planner_a.json")
+    plan = load(base / "state" / "plan_archive" / "round_1" / "round_1_planner_a.json")
     assert plan["cost"]["cost_known"] is False and plan["cost"]["calls"] == 2
     assert plan["cost"]["model_usage"]["claude-unpriced-1"]["cost_usd"] is None
     assert any(ln.startswith("  planner_a: plan [optimization], cost unknown (claude-unpriced-1 has no price)")

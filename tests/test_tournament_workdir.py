@@ -22,7 +22,7 @@ def test_records_go_to_the_work_dir_given(tmp_path: Path, monkeypatch: pytest.Mo
 
     base = tmp_path / "records" / "improve" / "synth"
     assert load(base / "merge_reports" / "iteration_1.json")["status"] == "merged"
-    state = load(base / "iteration_state.json")
+    state = load(base / "state" / "iteration_state.json")
     assert state["status"] == "completed"
     assert Path(state["recording"]["history_path"]) == base / "history" / "iteration_1.json"
     assert (tmp_path / "records" / "improve" / ".gitignore").exists()

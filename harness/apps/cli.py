@@ -13,7 +13,7 @@ from harness.base.redaction import redact
 
 # Each module provides register(subparsers); a subcommand's handler returns the exit code.
 SUBCOMMAND_MODULES = ("harness.apps.tracking.cli", "harness.apps.tournament.cli", "harness.apps.importers.cli",
-                      "harness.apps.traces.cli", "harness.apps.view.cli")
+                      "harness.apps.traces.cli", "harness.apps.view.cli", "harness.apps.shards.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -72,8 +72,8 @@ class AppendOnlyFile:
         with self._lock:
             if self._fd is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
-                                   0o666)
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+                                   | getattr(os, "O_BINARY", 0), 0o666)  # O_BINARY: Windows writes "\n" as is
             written = os.write(self._fd, data)
             while written < len(data):  # a regular file writes short only when full: the rest, or the error
                 written += os.write(self._fd, data[written:])

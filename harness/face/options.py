@@ -17,6 +17,7 @@ import pytest
 from harness.base.argtypes import choice, dollars, seconds, whole_number
 from harness.base.capture import INPUT_CAPTURES, OUTPUT_CAPTURES, Capture
 from harness.face.activation import add_enable_ini, add_option
+from harness.face.shards import parse_shard
 
 CACHE_MODES = ("auto", "off", "read", "write", "refresh")
 DEFAULT_CONCURRENCY = 16
@@ -99,6 +100,12 @@ def add_options(parser: pytest.Parser) -> None:
                     "code (65 a command's data error, 80 blocked, 84 validation failed, 143 SIGTERM, ...)")
     parser.addini("harness_exit_status", "pytest (default) or item: the exit status is the most severe failed "
                   "item's exit code", default="pytest")
+    add_option(group, "--harness-shard", dest="harness_shard", metavar="I/N", default=None, type=parse_shard,
+               help="run shard I of N: a fixed part of the session's items (by a hash of each node id; adding an item "
+                    "moves no other), the others deselected; merge the shards' work folders with harness merge "
+                    "(default: ini harness_shard, else every item)")
+    parser.addini("harness_shard", "run only shard I/N of the items, e.g. 2/3 (default: all; usually given per CI job "
+                  "as --harness-shard)", default="")
 
     add_capture_options(parser, group)
 
@@ -313,4 +320,5 @@ def read_settings(config: pytest.Config) -> dict:
         prices_path=_prices_path(config, root),
         progress_interval_s=_setting(config, "harness_progress_interval", seconds) or 0.0,
         capture=capture_settings(config), otel=_otel(config),
+        shard=_setting(config, "harness_shard", parse_shard),
     )

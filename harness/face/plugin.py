@@ -16,6 +16,7 @@ import pytest
 
 from harness.face.activation import enabled, forgotten_hint, note_forgotten, refuse_options_when_off
 from harness.face.options import add_options, read_settings, rubrics_dir
+from harness.face.shards import shard, split
 
 if TYPE_CHECKING:
     from harness.face.session import HarnessSession
@@ -32,6 +33,7 @@ PROPERTIES_REDACTED = pytest.StashKey[int]()  # how many of the item's user_prop
 PROVIDERS_ADDED = pytest.StashKey[list]()  # the providers this session's plugins registered
 KIND_PROBLEMS = pytest.StashKey[set]()  # the broken kinds already reported at collection
 ITEM_KINDS = pytest.StashKey[tuple]()  # (the plugins implementing pytest_harness_item_kinds, the kinds in effect)
+SHARD_SPLIT = pytest.StashKey[tuple]()  # --harness-shard: (the items this shard runs, the items collected)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -174,8 +176,32 @@ def _item_kinds(config: pytest.Config) -> list:  # noqa: ANN401 - list[ItemKind]
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.stash.get(ACTIVE, False):
-        return
+    """The harness's items counted (an agent's folder layout, the cost cap's prices), then ``--rubric`` and
+    ``--harness-shard`` deselect; the counts are of the whole session, so every shard lays out its records as the
+    unsharded run does."""
+    if config.stash.get(ACTIVE, False):
+        _harness_items(config, items)
+    if enabled(config) and config.stash[SETTINGS]["shard"]:
+        _keep_shard(config, items)
+
+
+def _keep_shard(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--harness-shard I/N``: this shard's items stay, the others are deselected (harness.face.shards)."""
+    part = shard(config.stash[SETTINGS]["shard"])
+    keep, drop = split(items, part)
+    config.stash[SHARD_SPLIT] = (len(keep), len(keep) + len(drop))
+    if config.stash.get(ACTIVE, False):
+        from harness.face.session import harness_session
+
+        harness_session(config).shard_split = config.stash[SHARD_SPLIT]  # its records say which part they are
+    if hasattr(config, "workeroutput"):  # pytest-xdist: the controller, which collects nothing, learns it here
+        config.workeroutput["harness_shard_split"] = list(config.stash[SHARD_SPLIT])
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def _harness_items(config: pytest.Config, items: list[pytest.Item]) -> None:
     from harness.face.nodes import KindItem
     from harness.face.session import harness_session
 
@@ -279,6 +305,14 @@ def pytest_configure_node(node) -> None:
     node.workerinput["harness_session_token"] = config.stash[SESSION_TOKEN]
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook
+def pytest_testnodedown(node, error) -> None:  # noqa: ANN001 - xdist's WorkerController
+    """pytest-xdist: a worker's shard split (every worker collects the same items) reaches the controller."""
+    split = getattr(node, "workeroutput", {}).get("harness_shard_split")
+    if split is not None:
+        node.config.stash[SHARD_SPLIT] = tuple(split)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Traces last written more than the capture settings' ``retention_days`` ago are deleted, once a run: by the
     controller (xdist workers share its cycle), not for --collect-only."""
@@ -342,6 +376,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
         verdict = session.config.stash.setdefault(VERDICT, RunVerdict())
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and _empty_shard(session.config):
+            exitstatus = pytest.ExitCode.OK  # a shard that drew no item did its part: not a failed CI job
         session.exitstatus = verdict.finish(int(exitstatus), not_run_by_cost_cap=not_run_by_cost_cap(reporter),
                                             failed_codes=failed_exit_codes(reporter),
                                             mode=session.config.stash[SETTINGS]["exit_status"])
@@ -355,6 +391,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         if hint:
             terminalreporter.write_line(hint, yellow=True)
         return
+    if _empty_shard(config):
+        collected = config.stash[SHARD_SPLIT][1]
+        terminalreporter.write_line(f"harness: shard {config.stash[SETTINGS]['shard']} holds none of the {collected} "
+                                    f"item{'s' * (collected != 1)} collected; nothing to run (exit status 0)")
     from harness.face.report_text import (
         not_run_by_cost_cap,
         pairwise_lines,
@@ -404,6 +444,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
             why = None
     if why:
         terminalreporter.write_line(why, yellow=True)
+
+
+def _empty_shard(config: pytest.Config) -> bool:
+    """``--harness-shard`` left this session none of the items it collected (under pytest-xdist, as the workers
+    said: :func:`pytest_testnodedown`)."""
+    if not enabled(config) or not config.stash[SETTINGS]["shard"]:
+        return False
+    kept, collected = config.stash.get(SHARD_SPLIT, (0, 0))
+    return kept == 0 and collected > 0
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -18,6 +18,7 @@ import pytest
 from harness.base.capture import Capture
 from harness.base.errors import HarnessConfigError
 from harness.base.events import AttemptFinished, Event, Events
+from harness.base.fileio import atomic_write_json
 from harness.base.models import DEFAULT_THRESHOLD, AgentConfig, ModelSettings, Rubric, RunnerSpec, SuiteConfig
 from harness.base.stop import StopFlag
 from harness.base.usage import shown_cost
@@ -31,6 +32,7 @@ from harness.face.scheduler import CaseScheduler
 from harness.llm import CallPolicy, ModelClient
 from harness.loading import load_rubric, load_suite
 from harness.records import RecordStore, RecordWriter, TraceSink
+from harness.records.layout import SHARD_FILE, cycle_path
 from harness.records.otel import OtelSink
 
 SESSION_KEY = pytest.StashKey["HarnessSession"]()
@@ -66,6 +68,8 @@ class HarnessSession:
     events: Events = field(default_factory=Events)  # the run's event stream (harness.base.events)
     capture: Capture = field(default_factory=Capture)  # what the run keeps of inputs and outputs; its trace
     otel: bool = False  # --harness-otel: items and model calls exported as OpenTelemetry spans
+    shard: str | None = None  # --harness-shard I/N: the session runs that part of the items (harness.face.shards)
+    shard_split: tuple[int, int] | None = None  # with a shard: (the items it runs, the items collected)
     items_per_agent: dict[str, int] = field(default_factory=dict)  # counted at collection: 2+ share a folder
     _policy: CallPolicy | None = None
     _store: RecordStore | None = None
@@ -112,6 +116,10 @@ class HarnessSession:
             if self._cycle_id is None:
                 token = getattr(self.config, "workerinput", {}).get("harness_session_token")
                 self._cycle_id = self.store.allocate_cycle(session_token=token)
+                if self.shard:  # what harness merge reads of the shard (every process of it writes the same)
+                    atomic_write_json(cycle_path(self.work_dir, self._cycle_id) / SHARD_FILE,
+                                      {"shard": self.shard, "items": (self.shard_split or (None, None))[0],
+                                       "collected": (self.shard_split or (None, None))[1]})
                 if self.capture.enabled:  # the cycle's trace: every process of the session appends to one file
                     self._traces = TraceSink(self.work_dir, self._cycle_id)
                     self.events.subscribe(self._traces)

@@ -3,7 +3,8 @@
 ```
 WORK/harness.db
 WORK/runs/{cycle}/{agent}[/{case}]/attempt-{n}.md, attempt-{n}.eval.json, final.md
-WORK/runs/{cycle}/run-log.json, execution-results.jsonl, reconciliation.json, .alive.lock, .reconciled
+WORK/runs/{cycle}/run-log.json, execution-results.jsonl, reconciliation.json, shard.json, merged.json,
+                 .alive.lock, .reconciled
 WORK/traces/{cycle}.jsonl
 ```
 """
@@ -21,6 +22,8 @@ EXECUTION_RESULTS_NAME = "execution-results.jsonl"  # runs/{cycle}/: the executi
 ALIVE_LOCK = ".alive.lock"  # runs/{cycle}/: shared-locked by every process of the cycle's session
 RECONCILED_MARK = ".reconciled"  # runs/{cycle}/: its session is gone and its records were made whole
 RECONCILIATION_FILE = "reconciliation.json"  # runs/{cycle}/: what the session that made the cycle reconciled
+SHARD_FILE = "shard.json"  # runs/{cycle}/: the shard (--harness-shard I/N) its session ran, and how many items
+MERGED_FILE = "merged.json"  # runs/{cycle}/: the shards harness merge made the cycle of
 TRACES_DIR = "traces"  # traces/{cycle}.jsonl: the execution trace of each cycle, append-only JSON lines
 TRACE_SUFFIX = ".jsonl"
 

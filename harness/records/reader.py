@@ -124,6 +124,41 @@ def select_case_data(conn: sqlite3.Connection, cycle_id: str, nodeid: str | None
     return out
 
 
+_CYCLE_RUNS_SQL = "SELECT * FROM agent_runs WHERE cycle_id = ? ORDER BY id"
+_CYCLE_DETAILS_SQL = ("SELECT d.* FROM attempt_details AS d JOIN agent_runs AS r ON r.id = d.run_id"
+                      " WHERE r.cycle_id = ? ORDER BY d.run_id")
+_CYCLE_LOOPS_SQL = "SELECT * FROM loop_results WHERE cycle_id = ? ORDER BY nodeid"
+_MERGED_SHARDS_SQL = "SELECT cycle_id, fingerprint, source, shard_cycle, items FROM merged_shards ORDER BY cycle_id"
+
+
+def _dicts(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, values)) for values in cursor]
+
+
+def select_cycle_rows(conn: sqlite3.Connection, cycle_id: str) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]],
+                                                                       list[dict[str, Any]]]:
+    """A cycle's rows as the database holds them, every column (an older database's fewer), JSON undecoded: its
+    ``agent_runs`` in row order, their ``attempt_details`` by ``run_id``, its ``loop_results`` by node id
+    (``harness merge`` copies them whole)."""
+    runs = _dicts(conn.execute(_CYCLE_RUNS_SQL, (cycle_id,)))
+    details = {row["run_id"]: row for row in _dicts(conn.execute(_CYCLE_DETAILS_SQL, (cycle_id,)))}
+    return runs, details, _dicts(conn.execute(_CYCLE_LOOPS_SQL, (cycle_id,)))
+
+
+def select_merged_shards(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """What ``harness merge`` made of which shards (``merged_shards``); empty where it never ran."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'merged_shards'").fetchone():
+        return []
+    return _dicts(conn.execute(_MERGED_SHARDS_SQL))
+
+
+def select_used_cycles(conn: sqlite3.Connection, day: str) -> list[str]:
+    """The cycle ids of ``day`` (``YYYY-MM-DD``) the database has rows of, finished or not."""
+    return [cycle for (cycle,) in conn.execute("SELECT DISTINCT cycle_id FROM agent_runs WHERE cycle_id LIKE ?",
+                                               (f"{day}-%",))]
+
+
 def select_run_records(conn: sqlite3.Connection, cycle_id: str) -> list[tuple[int, RunRecord]]:
     """The cycle's ``agent_runs`` rows as RunRecords, with their row ids, in row order."""
     cursor = conn.execute(_RUNS_OF_CYCLE_SQL, (cycle_id,))
@@ -222,6 +257,15 @@ class RecordReader:
         """The cycle's execution results (``execution-results.jsonl``), in the order they ended; empty when there
         are none."""
         return read_json_lines(execution_results_path(self.work_dir, cycle_id))
+
+    def cycle_rows(self, cycle_id: str) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]],
+                                               list[dict[str, Any]]]:
+        """A cycle's rows, every column, JSON undecoded; see :func:`select_cycle_rows`."""
+        return self._read(lambda conn: select_cycle_rows(conn, cycle_id), ([], {}, []))
+
+    def merged_shards(self) -> list[dict[str, Any]]:
+        """What ``harness merge`` made of which shards; see :func:`select_merged_shards`."""
+        return self._read(select_merged_shards, [])
 
     def reconciliation_note(self, cycle_id: str) -> str | None:
         """The line saying what the session of ``cycle_id`` reconciled when it began, if it did anything."""

@@ -17,7 +17,7 @@ from typing import Any
 from harness.base.appendlog import read_entries
 from harness.base.clock import utc_now
 from harness.base.errors import ExitCode, HarnessConfigError
-from harness.base.fileio import atomic_write_text, file_lock
+from harness.base.fileio import atomic_write_text, shared_lock
 from harness.records.database import transaction
 from harness.records.layout import ALIVE_LOCK, RECONCILED_MARK, RUN_LOG_NAME, safe_cycle_name
 from harness.records.reader import RecordReader, select_run_records
@@ -99,7 +99,7 @@ def _gone(folder: Path) -> Iterator[bool]:
     if not folder.is_dir():
         yield True  # a cycle whose folder was removed: nobody can be writing it
         return
-    with file_lock(folder / ALIVE_LOCK, wait=False) as nobody_holds_it:
+    with shared_lock(folder / ALIVE_LOCK, shared=False, wait=False) as nobody_holds_it:
         yield nobody_holds_it
 
 

@@ -36,7 +36,7 @@ def write_entries(path: Path, entries: Sequence[Any]) -> None:
 def append_run_log(path: Path, record: RunRecord) -> None:
     """Append one RunRecord to the cycle's run-log.json, a JSON array with one record per line.
 
-    The append is one ``pwrite`` that replaces the closing ``]`` with the new line and a new
+    The append is one write that replaces the closing ``]`` with the new line and a new
     ``]``: O(1) however long the cycle, and the file is the old array or the new one whatever
     happens to the process. (Against a power cut the SQLite row is the durable copy.) A file
     that is not in this layout is read whole and rewritten atomically; a malformed one is
@@ -45,21 +45,29 @@ def append_run_log(path: Path, record: RunRecord) -> None:
     line = redact(json.dumps(redact_json(record.model_dump(mode="json")), ensure_ascii=False)).encode("utf-8")
     with locked(path):
         try:
-            fd = os.open(path, os.O_RDWR)
+            handle = open(path, "r+b", buffering=0)  # binary and unbuffered: one write, the same bytes on Windows
         except FileNotFoundError:
             atomic_write_text(path, f"[\n{line.decode('utf-8')}\n]\n")
             return
-        try:
-            size = os.fstat(fd).st_size
+        with handle:
+            size = os.fstat(handle.fileno()).st_size
             tail = len(RUN_LOG_TAIL)
-            if size > tail + 1 and os.pread(fd, tail, size - tail) == RUN_LOG_TAIL:
-                os.pwrite(fd, b",\n" + line + RUN_LOG_TAIL, size - tail)
-                return
-        finally:
-            os.close(fd)
+            if size > tail + 1:
+                handle.seek(size - tail)
+                if handle.read(tail) == RUN_LOG_TAIL:
+                    handle.seek(size - tail)
+                    _write_all(handle, b",\n" + line + RUN_LOG_TAIL)
+                    return
         entries = read_entries(path)  # raises, naming the file and line, when it is malformed
         entries.append(json.loads(line))
         write_entries(path, entries)
+
+
+def _write_all(handle: Any, data: bytes) -> None:
+    """Write all of ``data`` (an unbuffered file writes short only when the disk is full: the rest, or the error)."""
+    view = memoryview(data)
+    while view:
+        view = view[handle.write(view):]
 
 
 def read_run_log(path: Path) -> list[RunRecord]:

@@ -77,6 +77,21 @@ CREATE TABLE IF NOT EXISTS loop_results (
 );
 """
 
+# What `harness merge` made of which shards: one row per shard merged into a cycle of this work folder, so that
+# merging the same shards again changes nothing. Made by the first merge (harness/records/merge.py).
+MERGED_SHARDS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS merged_shards (
+  cycle_id TEXT NOT NULL,     -- the merged cycle, in this work folder
+  fingerprint TEXT NOT NULL,  -- sha256 over the shard's items' records (ids, cycle and work folder set aside)
+  source TEXT NOT NULL,       -- the shard's work folder, as given to harness merge
+  shard_cycle TEXT NOT NULL,  -- the cycle the shard's session made
+  shard TEXT,                 -- I/N, from the shard's shard.json; NULL: not recorded
+  items INTEGER NOT NULL,
+  merged_at TEXT NOT NULL,
+  PRIMARY KEY (cycle_id, fingerprint)
+);
+"""
+
 # Columns added to loop_results after its first release, migrated as ADDED_DETAIL_COLUMNS are.
 ADDED_LOOP_COLUMNS = {"case_data": "TEXT"}
 

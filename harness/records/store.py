@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.base.clock import utc_now
-from harness.base.fileio import atomic_write_json, atomic_write_text, file_lock
+from harness.base.fileio import atomic_write_json, atomic_write_text, file_lock, shared_lock
 from harness.base.jsonlines import AppendOnlyFile, json_line, read_json_lines
 from harness.base.models import EvaluatorOutput, RunRecord
 from harness.base.redaction import redact, redact_json
@@ -137,7 +137,7 @@ class RecordStore:
         """Take the cycle's shared liveness lock for as long as this store is open."""
         if cycle_id in self._alive:
             return
-        self._held.enter_context(file_lock(self.runs_dir / cycle_id / ALIVE_LOCK, shared=True))
+        self._held.enter_context(shared_lock(self.runs_dir / cycle_id / ALIVE_LOCK))
         self._alive.add(cycle_id)
 
     def reconcile(self) -> Reconciliation:

@@ -137,6 +137,10 @@ class Sandbox:
         ``HARNESS_RESULT_FILE``, ``/dev/fd/N``); what it writes there comes back as ``Finished.result``.
         ``cancel`` set while it runs kills it and raises KeyboardInterrupt.
         """
+        if os.name == "nt":  # the runner needs process groups and wait4: one line, never a crash
+            return Finished(126, "", "commands cannot run on Windows, confined or not: the harness runs them under "
+                            "a POSIX process runner (process groups, wait4); run them on Linux (or macOS, "
+                            "unconfined)", 0.0, 0.0, 0, confined=False)
         env = dict(confinement.env)
         pipes = {"status": os.pipe()}
         if result_channel:
@@ -258,6 +262,9 @@ def unconfined(reason: str) -> Sandbox:
 
 @functools.lru_cache(maxsize=4)
 def _probe(bwrap: str, cgroups: CgroupFamily | None) -> Sandbox:
+    elsewhere = not_linux()
+    if elsewhere:
+        return Sandbox(None, False, elsewhere, cgroups=cgroups)
     if not bwrap or not os.path.isfile(bwrap):
         where = f"at {BWRAP_ENV}={bwrap}" if os.environ.get(BWRAP_ENV) else "on PATH"
         return Sandbox(None, False, f"bubblewrap (bwrap) is not installed {where}; on Debian or Ubuntu: "
@@ -274,6 +281,16 @@ def _probe(bwrap: str, cgroups: CgroupFamily | None) -> Sandbox:
         return Sandbox(bwrap, False, f"{bwrap} cannot make namespaces here ({why}); user namespaces may be "
                                      "disabled (sysctl kernel.unprivileged_userns_clone)", cgroups=cgroups)
     return Sandbox(bwrap, True, version=version, cgroups=cgroups)
+
+
+def not_linux(platform: str | None = None) -> str:
+    """Why no sandbox can be made on this system when it is not Linux (bubblewrap is Linux's namespaces); else ""."""
+    platform = platform or sys.platform
+    if platform.startswith("linux"):
+        return ""
+    name = {"darwin": "macOS", "win32": "Windows", "cygwin": "Windows (Cygwin)"}.get(platform, platform)
+    return (f"bubblewrap needs Linux and this is {name}; commands that must run confined run on a Linux machine or "
+            "CI runner with bubblewrap (apt install bubblewrap)")
 
 
 def _kernel_at_least(major: int, minor: int) -> bool:

@@ -214,6 +214,7 @@ def architect_review(access: ModelAccess, goal: Goal, plan_doc: dict[str, Any]) 
     meter = CostMeter()
     schema = json.loads(json.dumps(contract("plan")["properties"]["architect_review"]))
     schema.pop("additionalProperties", None)
+    schema["properties"].pop("reviewed", None)  # the harness's to set, not the model's
     shown = {k: v for k, v in plan_doc.items() if k not in ("cost", "critic_review")}
     data = access.generate(
         meter,

@@ -35,8 +35,19 @@ from harness.sandbox import Finished, Limits
 # checks of the sealed files before and after it.
 BENCHMARK_LOCK = threading.RLock()
 CHALLENGE_ENV = "HARNESS_CHALLENGE"
-# what of a run's output the records keep (the logs have what the sandbox kept)
-RAW_CHARS = 20_000
+# what of a run's stdout a record keeps: all of it up to this many characters, else its head and tail (the logs
+# have what the sandbox kept)
+RAW_CHARS = 32_768
+
+
+def bounded(text: str, limit: int = RAW_CHARS) -> tuple[str, int]:
+    """``text`` whole when it has at most ``limit`` characters; else its first and last ``limit // 2`` around a
+    line that says how many were left out. Also returns that number (0: nothing was)."""
+    if len(text) <= limit:
+        return text, 0
+    half = limit // 2
+    dropped = len(text) - 2 * half
+    return f"{text[:half]}\n[... {dropped:,} characters dropped ...]\n{text[-half:]}", dropped
 
 
 def glob_to_regex(glob: str) -> re.Pattern[str]:
@@ -216,12 +227,6 @@ class RunOutcome:
     @property
     def ok(self) -> bool:
         return self.kind == "ok"
-
-    @property
-    def raw(self) -> str:
-        """What the records keep of the output: the check's result, else (the end of) the run's stdout."""
-        text = self.result if self.result is not None else self.stdout
-        return text[-RAW_CHARS:]
 
     def log_entry(self) -> str:
         """This run in the log: how it ended, then what the run and the check printed."""

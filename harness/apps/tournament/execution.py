@@ -9,13 +9,14 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from harness.apps.tournament import critic, plausibility
-from harness.apps.tournament.benchmark import SealedManifest
+from harness.apps.tournament.benchmark import SealedManifest, bounded
 from harness.apps.tournament.context import Context, fmt
 from harness.apps.tournament.costs import no_cost
 from harness.apps.tournament.executors import ChangeOutcome, executor_kind, make_change
 from harness.apps.tournament.failures import RUN_CATEGORY, failure_analysis
 from harness.apps.tournament.gitops import GitError
 from harness.apps.tournament.models import ExecutorResult, Measurement, Plan, RegressionCheck, ResultStatus
+from harness.apps.tournament.sampling import Samples
 from harness.base import stats
 from harness.safety import SafetyGuard
 from harness.apps.tournament.schemas import write_record
@@ -207,11 +208,11 @@ def _executor(ctx: Context, n: int, eid: str, plan: Plan, base: str, manifest: S
         if flags:
             result.measurement = Measurement(flags=flags, approved=approved)
         got = ctx.sampler.sample(n, wt, manifest, goal.acceptance.candidate_runs, log)
+        _keep_output(result, got)
         if got.failed is not None:
-            result.benchmark_raw = got.failed.raw
             return _failed(ctx, result, plan, RUN_CATEGORY.get(got.failed.kind, "logic_error"), got.failed.detail)
         score = stats.median(got.scores)
-        result.benchmark_score, result.benchmark_raw, result.sub_scores = score, got.raw, got.sub_scores
+        result.benchmark_score, result.sub_scores = score, got.sub_scores
         result.samples = got.scores
         implausible = plausibility.flags(goal, got.scores, baseline.score)
         if implausible:
@@ -237,6 +238,17 @@ def _executor(ctx: Context, n: int, eid: str, plan: Plan, base: str, manifest: S
     finally:
         if not ctx.cancel.is_set():
             repo.remove_worktree(wt)
+
+
+def _keep_output(result: ExecutorResult, got: Samples) -> None:
+    """``benchmark_raw``: the stdout of the candidate's last run (the one that failed, when one did), verbatim
+    (bounded: :func:`~harness.apps.tournament.benchmark.bounded`); its check's result beside it. The writer
+    redacts both."""
+    result.benchmark_raw, dropped = bounded(got.raw)
+    if dropped:
+        result.benchmark_raw_dropped = dropped
+    if got.result is not None:
+        result.check_result = bounded(got.result)[0]
 
 
 def _unapproved(flags: list[str], implausible: list[str]) -> str:

@@ -27,6 +27,7 @@ from harness.apps.tournament.execution import held_even_tolerance
 from harness.apps.tournament.failures import failure_analysis
 from harness.apps.tournament.gitops import GitRepo
 from harness.apps.tournament.ideas import Idea, list_ideas
+from harness.apps.tournament.migrate import migrate
 from harness.apps.tournament.models import AgentSettings, Plan
 from harness.apps.tournament.sampling import PairedRuns
 from harness.apps.tournament.settings import sync_settings
@@ -109,6 +110,8 @@ class Tournament:
         check_sealed_check(self.goal, project_files(self.ctx.box.project_root))
         self.layout.ensure_ignored()
         with _run_lock(self.layout):
+            for line in migrate(self.layout):  # records of the earlier layout, moved into state/ once
+                self.echo(line)
             stray = self.repo.remove_worktrees_under(self.layout.worktrees)
             if stray:
                 self.echo(f"cleaned {len(stray)} stray worktree(s) left by an earlier run")

@@ -85,6 +85,19 @@ class Plan(Record):
         return list((self.critic_review or {}).get("measurement_flags") or [])
 
 
+def architect_reviewed(review: dict[str, Any]) -> dict[str, Any]:
+    """The architect's own review, as the plan keeps it: seed 001's fields and ``reviewed: true``."""
+    return {**review, "reviewed": True}
+
+
+def no_architect_review(why: str) -> dict[str, Any]:
+    """The ``architect_review`` of a plan no architect reviewed, in seed 001's shape: ``verdict`` is
+    ``approve`` (no architect stopped it; ``critic_approved`` is the plan's verdict), ``feedback`` says why
+    none ran, and ``reviewed`` (the harness's addition) is false."""
+    return {"verdict": "approve", "feedback": f"no architect review: {why}", "structural_concerns": [],
+            "reviewed": False}
+
+
 class FailureAnalysis(Record):
     """Why a candidate lost (seed 001, section 7)."""
 
@@ -123,12 +136,15 @@ ResultStatus = Literal["success", "regression", "error", "timeout"]
 class ExecutorResult(Record):
     """One executor's benchmark result (``benchmark_result``)."""
 
-    OPTIONAL = frozenset({"safety_guard", "cost", "blocked_commands", "measurement", "regression_check"})
+    OPTIONAL = frozenset({"safety_guard", "cost", "blocked_commands", "measurement", "regression_check",
+                          "benchmark_raw_dropped", "check_result"})
 
     executor_id: str
     plan_id: str
     benchmark_score: float | None = None
-    benchmark_raw: str = ""
+    benchmark_raw: str = ""                  # the last run's stdout, verbatim (head and tail past the bound)
+    benchmark_raw_dropped: int | None = None  # characters of it left out of benchmark_raw's middle
+    check_result: str | None = None          # that run's check's result (its channel, or its stdout)
     status: ResultStatus = "error"
     sub_scores: dict[str, float] = {}
     failure_analysis: FailureAnalysis | None = None

@@ -1,6 +1,7 @@
 """The first steps of an iteration: research (a model's brief), planning (user ideas and model planners),
 critic review (the deterministic checks, then the optional architect). Every plan is archived under
-``plan_archive/round_N/``, approved or not."""
+``state/plan_archive/round_N/``, approved or not: written when it is made, and again with its
+``critic_review`` and ``architect_review`` once the critic and the architect have been."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from harness.apps.tournament import agents, critic
 from harness.apps.tournament.context import Context
 from harness.apps.tournament.costs import cost_said, total_cost
 from harness.apps.tournament.ideas import Idea
-from harness.apps.tournament.models import AgentSettings, ConsumedIdea, Plan
+from harness.apps.tournament.models import AgentSettings, ConsumedIdea, Plan, architect_reviewed, no_architect_review
 from harness.apps.tournament.schemas import write_record
 from harness.apps.tournament.settings import save_settings
 from harness.apps.tournament.state import CriticStep, IterationState, PlanEntry
@@ -134,11 +135,22 @@ def _review(ctx: Context, n: int, st: IterationState, plans: list[Plan], history
 
 
 def _architect(ctx: Context, plans: list[Plan]) -> None:
+    """The architect's review of every plan the critic approved; every plan, reviewed or not, keeps an
+    ``architect_review`` (seed 001), which says why when no architect ran."""
+    for plan in plans:
+        if not plan.critic_approved:
+            plan.architect_review = no_architect_review("the critic rejected the plan")
     approved = [p for p in plans if p.critic_approved]
-    if not approved or not ctx.goal.agents.architect_review:
+    if not approved:
+        return
+    if not ctx.goal.agents.architect_review:
+        for plan in approved:
+            plan.architect_review = no_architect_review("architect_review is off in goal.md")
         return
     if not ctx.access.available:
         ctx.echo(f"  architect review: skipped ({ctx.access.skip_reason})")
+        for plan in approved:
+            plan.architect_review = no_architect_review(f"skipped ({ctx.access.skip_reason})")
         return
     jobs = {p.plan_id: (lambda p=p: agents.architect_review(ctx.access, ctx.goal, p.to_json())) for p in approved}
     results = agents.run_parallel(jobs, len(jobs))
@@ -148,9 +160,11 @@ def _architect(ctx: Context, plans: list[Plan]) -> None:
             if isinstance(error, agents.RoleFailed):
                 plan.cost = total_cost(plan.cost, error.cost)
             ctx.echo(f"  architect review of {plan.plan_id}: failed ({error}); the critic's verdict stands")
+            plan.architect_review = no_architect_review(f"the architect's call failed ({error}); "
+                                                        "the critic's verdict stands")
             continue
         review, cost = value
-        plan.architect_review = review
+        plan.architect_review = architect_reviewed(review)
         plan.cost = total_cost(plan.cost, cost)
         if review["verdict"] == "reject":
             plan.critic_approved = False

@@ -18,6 +18,7 @@ from harness.apps.tournament.state import ArchivedBranch, Decision, IterationSta
 from harness.apps.tournament.store import append_array, goal_entries, now_iso
 from harness.llm.prices import missing_price_line
 
+BASELINE_PLAN, BASELINE_FAMILY = "baseline", "other"  # the goal's first baseline in raw_data.json
 _ACCEPTANCE_KEYS = ("accepted", "decided_by", "test", "p_value", "ci_lower", "gain", "min_effect", "spread",
                     "baseline_median", "candidate_median", "pairs", "baseline_samples", "candidate_samples", "reason")
 
@@ -166,13 +167,15 @@ def _history_record(ctx: Context, n: int, st: IterationState, plans: list[Plan],
 
 def _append_raw_data(ctx: Context, n: int, st: IterationState, results: list[ExecutorResult],
                      by_plan: dict[str, Plan], winner_eid: str | None) -> None:
-    """The iteration's scores in tracking/raw_data.json (and the goal's first baseline, as iteration 0)."""
+    """The iteration's scores in tracking/raw_data.json, and the goal's first baseline before them: seed 001's
+    entry has no place for the unchanged code, so it is iteration 0, ``plan_id`` ``baseline``, no winner, and
+    the taxonomy's ``other`` (no change fits a family); the plots draw it as the baseline line."""
     slug = ctx.goal.slug
     entries = []
     b = st.execution.baseline
     if not goal_entries(ctx.layout.raw_data, slug) and b is not None:
-        entries.append({"iteration": 0, "plan_id": "baseline", "benchmark_score": b.score, "is_winner": False,
-                        "approach_family": "baseline", "sub_scores": b.sub_scores, "goal": slug})
+        entries.append({"iteration": 0, "plan_id": BASELINE_PLAN, "benchmark_score": b.score, "is_winner": False,
+                        "approach_family": BASELINE_FAMILY, "sub_scores": b.sub_scores, "goal": slug})
     for r in results:
         entries.append({"iteration": n, "plan_id": r.plan_id, "benchmark_score": r.benchmark_score,
                         "is_winner": r.executor_id == winner_eid,

@@ -35,13 +35,15 @@ class PairedRuns:
 
 @dataclass(frozen=True)
 class Samples:
-    """``runs`` scores of one worktree, the last run's sub-scores and output; ``failed`` is the run that
-    failed (the samples then stop there)."""
+    """``runs`` scores of one worktree, the last run's sub-scores, its stdout (``raw``: verbatim, as the sandbox
+    kept it) and its check's result; ``failed`` is the run that failed (the samples then stop there, and
+    ``raw`` and ``result`` are its)."""
 
     scores: list[float]
     sub_scores: dict[str, float]
     raw: str
     failed: RunOutcome | None = None
+    result: str | None = None
 
 
 @dataclass
@@ -73,7 +75,7 @@ class Sampler:
         too); a run that changed either, or failed, ends them."""
         samples: list[float] = []
         subs: dict[str, float] = {}
-        raw = ""
+        raw, result = "", None
         copy = self.layout.sealed_copy(n)
         site = BenchmarkSite(wt, self.subdir, manifest.overlays(copy, wt), held_back, sealed_root=copy)
         for _ in range(runs):
@@ -89,13 +91,13 @@ class Sampler:
                 sealed = RunOutcome("sealed", detail=f"sealed file(s) changed while the benchmark ran: "
                                                      f"{', '.join(changed)}", stdout=outcome.stdout,
                                     result=outcome.result)
-                return Samples(samples, {}, outcome.raw, failed=sealed)
+                return Samples(samples, {}, outcome.stdout, failed=sealed, result=outcome.result)
             if not outcome.ok:
-                return Samples(samples, {}, outcome.raw, failed=outcome)
+                return Samples(samples, {}, outcome.stdout, failed=outcome, result=outcome.result)
             assert outcome.score is not None
             samples.append(outcome.score)
-            subs, raw = outcome.sub_scores, outcome.raw
-        return Samples(samples, subs, raw)
+            subs, raw, result = outcome.sub_scores, outcome.stdout, outcome.result
+        return Samples(samples, subs, raw, result=result)
 
     def pairs(self, n: int, wt_a: Path, wt_b: Path, pairs: int, manifest: SealedManifest, log: Path, *,
               held_back: bool = False) -> PairedRuns:

@@ -4,12 +4,12 @@ The work folder (``WORK`` in the repository root unless ``harness improve --work
 chosen once, when the :class:`Layout` is made. Everything is git-ignored so the user's working tree stays
 clean between runs::
 
-    WORK/improve/<slug>/
-      iteration_state.json            seed 001 section 8, rewritten at every step
+    WORK/improve/<slug>/              the goal's self-improve root (seed 001's <self-improve-root>)
+      state/iteration_state.json      seed 001 section 8, rewritten at every step
+      state/plan_archive/round_N/<plan_id>.json   seed 001 section 10: every plan with both reviews
       agent-settings.json             current phase, agent counts, ideas consumed
       baseline.json                   the score the pytest gate compares against
       research/round_N.json           research briefs
-      plan_archive/round_N/<plan_id>.json   every plan with its critic and architect reviews
       results/round_N/executor_K.json benchmark results
       history/iteration_N.json        iteration history records
       merge_reports/iteration_N.json  merge reports
@@ -17,7 +17,11 @@ clean between runs::
       .sealed/round_N/                the manifest's files, laid read-only over every benchmark run's worktree
       logs/round_N/executor_K.log     what each executor and benchmark run printed
       .worktrees/                     executor worktrees while a run is going (removed after)
-    tracking/raw_data.json, tracking/events.json   append-only arrays (seed 001 sections 5 and 11)
+    tracking/raw_data.json, tracking/events.json   append-only arrays (seed 001 sections 5 and 11), in the
+                                    repository root: every goal's, each entry naming its goal
+
+Records of the earlier layout (``iteration_state.json`` and ``plan_archive/`` straight under the goal's folder)
+are moved into ``state/`` once, by :mod:`harness.apps.tournament.migrate`, when a run starts.
 """
 
 from __future__ import annotations
@@ -66,8 +70,13 @@ class Layout:
         return self.work_dir / "improve" / self.slug
 
     @property
+    def state_dir(self) -> Path:
+        """``state/``: the iteration state and the plan archive, where seed 001 places them."""
+        return self.base / "state"
+
+    @property
     def state_file(self) -> Path:
-        return self.base / "iteration_state.json"
+        return self.state_dir / "iteration_state.json"
 
     @property
     def settings_file(self) -> Path:
@@ -107,8 +116,12 @@ class Layout:
     def research(self, n: int) -> Path:
         return self.base / "research" / f"round_{n}.json"
 
+    @property
+    def plan_archive(self) -> Path:
+        return self.state_dir / "plan_archive"
+
     def plan_dir(self, n: int) -> Path:
-        return self.base / "plan_archive" / f"round_{n}"
+        return self.plan_archive / f"round_{n}"
 
     def plan(self, n: int, plan_id: str) -> Path:
         return self.plan_dir(n) / f"{plan_id}.json"

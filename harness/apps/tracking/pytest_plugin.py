@@ -76,6 +76,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     type=_check_margins, default=None,
                     help="largest allowed drop against the baseline, absolute (0.05) or relative (5%%); implies "
                          f"--harness-compare latest (default: ini harness_compare_fail, else {DEFAULT_MARGINS})")
+    add_option(group, "--harness-compare-required", dest="harness_compare_required", action="store_true",
+               default=None,
+               help="when the compare gate finds no baseline (a fresh CI checkout without the previous run's "
+                    "harness.db), stop with a usage error instead of passing with 'nothing was compared'; implies "
+                    "--harness-compare latest (default: ini harness_compare_required, else off)")
     add_option(group, "--harness-html", dest="harness_html", metavar="PATH", default=None,
                     help="write a self-contained HTML report of the run to PATH (default: ini harness_html, "
                          "else none)")
@@ -87,6 +92,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("harness_compare", "baseline cycle id or latest for the compare gate (default: none)",
                   default="")
     parser.addini("harness_compare_fail", f"compare margins (default: {DEFAULT_MARGINS})", default="")
+    parser.addini("harness_compare_required", "fail when the compare gate finds no baseline (default: false)",
+                  type="bool", default=False)
     parser.addini("harness_html", "HTML report path, relative to the rootdir (default: none)", default="")
     parser.addini("harness_markdown", "Markdown summary path, relative to the rootdir (default: none)", default="")
     parser.addini("harness_tracking_dir", "folder of raw_data.json and plots/ (default: tracking)",
@@ -136,7 +143,8 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     compare = config.getoption("harness_compare") or _ini_value(config, "harness_compare", parse_baseline)
     margins = config.getoption("harness_compare_fail") or _ini_value(config, "harness_compare_fail", _check_margins)
-    if margins and not compare:
+    required, named = _compare_required(config)
+    if (margins or required) and not compare:
         compare = "latest"
     if compare:
         state.compare = compare
@@ -150,9 +158,24 @@ def pytest_configure(config: pytest.Config) -> None:
                 state.baseline = load_baseline(state.work_dir, compare)
             except BaselineNotFound as exc:
                 raise pytest.UsageError(f"--harness-compare {compare}: {exc}") from None
+            if state.baseline is None and required:
+                raise pytest.UsageError(
+                    f"--harness-compare {compare}: no earlier cycle with records in {state.work_dir} to compare "
+                    f"with, and {named} asks for a comparison (fix: restore the previous run's harness.db into "
+                    f"{state.work_dir} before the run, docs/ci.md; or leave {named} out of the first run)")
     config.stash[TRACKING_KEY] = state
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(ResultCollector(state), "harness-tracking-results")
+
+
+def _compare_required(config: pytest.Config) -> tuple[bool, str]:
+    """--harness-compare-required (ini harness_compare_required), and the name to say it by."""
+    if config.getoption("harness_compare_required", None):
+        return True, "--harness-compare-required"
+    try:
+        return bool(config.getini("harness_compare_required")), "ini harness_compare_required"
+    except (ValueError, pytest.UsageError) as exc:
+        raise pytest.UsageError(f"ini harness_compare_required: {exc} (fix: write true or false)") from None
 
 
 @pytest.hookimpl(optionalhook=True)
