@@ -49,12 +49,12 @@ def hasty(request):
 
 @mock_model("pair-judge")
 def pair_judge(request):
-    """MT-bench's verdict format: the right capital wins; between two right answers, the shorter one, unless both
+    """MT-bench's verdict format (graders/mt-bench-pair's prompt): the right capital wins; between two right answers, the shorter one, unless both
     are short, when this judge, like many, prefers the answer it was shown first (the swap catches it)."""
     prompt = request.messages[-1].text
     country = re.search(r"capital of (.+?)\?", prompt).group(1)
-    first = prompt.split("[The Start of Assistant A's Answer]\n", 1)[1].split("\n[The End", 1)[0]
-    second = prompt.split("[The Start of Assistant B's Answer]\n", 1)[1].split("\n[The End", 1)[0]
+    first = prompt.split("[Assistant A's answer]\n", 1)[1].split("\n[End of", 1)[0]
+    second = prompt.split("[Assistant B's answer]\n", 1)[1].split("\n[End of", 1)[0]
     right = [CAPITALS[country] in answer for answer in (first, second)]
     if right[0] != right[1]:
         verdict = "A" if right[0] else "B"

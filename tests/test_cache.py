@@ -109,8 +109,13 @@ def test_a_new_client_and_policy_reads_the_same_file(fake_anthropic: FakeAnthrop
         {"tools": [ToolSpec("t", "", {"type": "object"})]},
         {"settings": replace(FAST, model="claude-opus-4-5")},
         {"settings": replace(FAST, max_tokens=100)},
+        {"settings": replace(FAST, stop=("\n\n",))},
+        {"settings": replace(FAST, top_p=0.9)},  # recorded and keyed, though Anthropic is not sent it
+        {"settings": replace(FAST, seed=7)},
+        {"top_logprobs": 20},
     ],
-    ids=["system", "messages", "prefix", "cache_extra", "tools", "model", "max_tokens"],
+    ids=["system", "messages", "prefix", "cache_extra", "tools", "model", "max_tokens", "stop", "top_p", "seed",
+         "logprobs"],
 )
 def test_anything_that_decides_the_answer_changes_the_key(
     fake_anthropic: FakeAnthropic, tmp_path: Path, change: dict[str, Any]
@@ -129,6 +134,30 @@ def test_anything_that_decides_the_answer_changes_the_key(
     assert other.complete(**changed).cached is False
     assert fake_anthropic.calls == 2
     assert client.complete(**base).cached is True  # the original is still there
+
+
+def test_settings_left_unset_keep_the_keys_answers_were_stored_under() -> None:
+    """The generation settings are in the key only when set: a cache written before they existed still answers."""
+    from harness.llm.types import ModelRequest
+
+    assert set(ModelRequest(model="m").cache_payload()) == {
+        "model", "system", "prefix", "messages", "tools", "tool_choice", "output_schema", "max_tokens",
+        "parallel_tools"}
+    assert ModelRequest(model="m", stop=("\n",), seed=3).cache_payload()["stop"] == ["\n"]
+
+
+def test_log_probabilities_are_replayed_from_the_cache(fake_openai: Any, tmp_path: Path) -> None:
+    from harness.testing.fake_openai import Reply as OpenAIReply
+
+    fake_openai.token_choices = {"3": {"3": 0.6, "4": 0.4}}
+    fake_openai.responder = lambda request: OpenAIReply.text("Coherence: 3")
+    settings = ModelSettings(model="openai/gpt-4.1-mini", max_retries=0, timeout_s=5.0)
+    client = cached_client(tmp_path, settings=settings)[0]
+    first = client.complete(messages=HI, top_logprobs=5)
+    second = client.complete(messages=HI, top_logprobs=5)
+    assert second.cached and fake_openai.calls == 1
+    assert second.logprobs == first.logprobs and first.logprobs[-1].top == ((" 3", pytest.approx(-0.5108, abs=1e-4)),
+                                                                             (" 4", pytest.approx(-0.9163, abs=1e-4)))
 
 
 def test_auto_caches_only_temperature_zero(fake_anthropic: FakeAnthropic, tmp_path: Path) -> None:

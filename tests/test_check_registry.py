@@ -61,7 +61,7 @@ def refusal(contributions: list[tuple[str, Any]]) -> str:
 def test_every_built_in_kind_is_registered_once() -> None:
     assert set(KNOWN_KINDS) == set(builtin_kinds()) == {
         "regex", "contains", "json_schema", "length", "banned_phrases", "date_age", "python", "equals", "similar", "selected",
-        "json_path"}
+        "json_path", "f1", "match", "choice"}
     with pytest.raises(ValueError, match="check kind 'regex' is registered twice"):
         check_kind("regex")(parse_max_words)
     assert builtin_kinds()["regex"] is not parse_max_words
@@ -99,7 +99,7 @@ def test_an_unknown_kind_suggests_plugin_kinds_too(tmp_path: Path) -> None:
         parse({"max_word": 3}, tmp_path, kinds)
     assert info.value.problem == "unknown check kind 'max_word' (did you mean 'max_words'?)"
     assert info.value.fix.startswith("use one of: regex, ")
-    assert info.value.fix.endswith(", json_path, max_words")
+    assert info.value.fix.endswith(", json_path, f1, match, choice, max_words")
 
 
 def test_a_parser_that_returns_no_check_is_refused(tmp_path: Path) -> None:

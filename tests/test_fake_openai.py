@@ -294,6 +294,34 @@ def test_more_than_one_choice_is_refused(fake_openai: FakeOpenAI, make_client: M
         make_client().chat.completions.create(model=MODEL, messages=USER, n=2)
 
 
+def test_log_probabilities_as_the_sdk_reads_them(fake_openai: FakeOpenAI, make_client: MakeClient) -> None:
+    fake_openai.token_choices = {"3": {"3": 0.6, "4": 0.3, "2": 0.1}}
+    fake_openai.queue(Reply.text("Coherence: 3"), Reply.text("Coherence: 3"))
+    client = make_client()
+    choice = client.chat.completions.create(model=MODEL, messages=USER, logprobs=True, top_logprobs=2).choices[0]
+    tokens = choice.logprobs.content
+    assert "".join(t.token for t in tokens) == "Coherence: 3" and [t.token for t in tokens] == ["Coherence", ":", " 3"]
+    assert tokens[0].logprob == 0.0 and [a.token for a in tokens[0].top_logprobs] == ["Coherence"]
+    rating = tokens[-1]
+    assert rating.logprob == pytest.approx(-0.5108, abs=1e-4) and bytes(rating.bytes) == b" 3"
+    assert [(a.token, round(a.logprob, 4)) for a in rating.top_logprobs] == [(" 3", -0.5108), (" 4", -1.204)]
+    # not asked for: none, as before
+    assert client.chat.completions.create(model=MODEL, messages=USER).choices[0].logprobs is None
+
+
+def test_a_server_that_ignores_logprobs_and_one_that_honours_stop(fake_openai: FakeOpenAI,
+                                                                   make_client: MakeClient) -> None:
+    fake_openai.logprobs = False
+    fake_openai.queue(Reply.text("#### 72\n\nQuestion: next"), Reply.text("#### 72\n\nQuestion: next"))
+    client = make_client()
+    choice = client.chat.completions.create(model=MODEL, messages=USER, logprobs=True, top_logprobs=5,
+                                            stop=["\n\n"]).choices[0]
+    assert choice.logprobs is None and choice.message.content == "#### 72" and choice.finish_reason == "stop"
+    assert fake_openai.requests[0]["stop"] == ["\n\n"]
+    assert client.chat.completions.create(model=MODEL, messages=USER, stop="Question").choices[0].message.content == (
+        "#### 72\n\n")
+
+
 # -- judge, concurrency, reset -------------------------------------------------------------------------
 
 DIM = {

@@ -29,6 +29,7 @@ from harness.loading import load_cases, load_rubric, load_suite
 MOCKS = '''\
 import json
 import re
+from pathlib import Path
 
 from harness.llm.providers.mock import mock_model
 from harness.llm.schema_fill import evaluator_output
@@ -77,6 +78,42 @@ def closedqa_judge(request):
     """Y for the conciseness criterion, N for any other."""
     text = _last(request)
     return "Reasoning: the title is short.\\n" + ("Y\\nY" if "concise" in text else "N\\nN")
+
+
+@mock_model("geval-judge")
+def geval_judge(request):
+    """G-Eval: its evaluation steps when it is asked for them (a list), then a rating: 4 for an answer naming Paris,
+    else 2."""
+    if request.tools:
+        return {"answer": ["Read the answer.", "Check that it answers the question.", "Rate it from 1 to 5."]}
+    return "It answers the question.\\nScore: " + ("4" if "Paris" in _last(request) else "2")
+
+
+SENT = Path(__file__).parent / "sent.jsonl"
+
+
+@mock_model("recorder")
+def recorder(request):
+    """Keeps what it is sent in sent.jsonl (its system prompt, its messages); a judge gets full marks, a producer
+    the French or the capital the question asks for."""
+    with SENT.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"system": "\\n\\n".join(filter(None, [request.cached_system_prefix, request.system])),
+                                 "messages": [[m.role, m.text] for m in request.messages]}) + "\\n")
+    forced = next((t.schema for t in request.tools if t.name == request.tool_choice), None)
+    if forced is not None:
+        return evaluator_output(forced, {}, 1.0, 0.0)
+    if '"Y" or "N"' in _last(request):
+        return "Y"
+    return "Paris" if "France" in _last(request) else "Bonjour le monde"
+
+
+@mock_model("battle-judge")
+def battle_judge(request):
+    """Prefers the shorter response: Yes when the first is shorter, after its reasoning."""
+    text = _last(request)
+    first = re.search(r"\\[Response 1\\]\\n(.*)", text)[1]
+    second = re.search(r"\\[Response 2\\]\\n(.*)", text)[1]
+    return "The shorter joke lands better.\\n" + ("Yes\\nYes" if len(first) < len(second) else "No\\nNo")
 '''
 
 
@@ -106,7 +143,8 @@ def load_all(root: Path, suite: str) -> tuple[Any, Any, dict[str, list[Any]]]:
     """The imported suite read with the harness's own loaders: (rubric, suite, cases by case file name)."""
     suite_path = root / "suites" / suite / "agents.yaml"
     config = load_suite(suite_path, rubrics_dir=root / "rubrics", runner_kinds=("prompt", "template", "python",
-                                                                                "command"), input_roots=(root,))
+                                                                                "command", "steps"),
+                        input_roots=(root,))
     rubric_paths = {agent.rubric_path for agent in config.agents.values()}
     assert len(rubric_paths) == 1
     rubric = load_rubric(rubric_paths.pop(), import_root=root)
@@ -174,13 +212,11 @@ def test_promptfoo_getting_started_writes_a_suite_that_loads(here: Any) -> None:
     assert err == ""
     suite = "suites/getting_started"
     assert [line for line in lines if line.startswith("wrote ")] == [
-        "wrote rubrics/getting_started.yaml", f"wrote {suite}/agents.yaml", f"wrote {suite}/judges/llm-rubric.txt",
-        f"wrote {suite}/prompts/prompt_1.txt", f"wrote {suite}/prompts/prompt_2.txt",
+        "wrote rubrics/getting_started.yaml", f"wrote {suite}/agents.yaml", f"wrote {suite}/prompts/prompt_1.txt", f"wrote {suite}/prompts/prompt_2.txt",
         f"wrote {suite}/getting_started.cases.yaml"]
     assert not [line for line in lines if line.startswith("not carried over: providers")]  # both providers run
-    assert ("not carried over: tests[0].assert[1] (javascript): JavaScript does not run here; write it as a "
-            "`python: module:function` check in the rubric (or in a case, once ini harness_data_modules lists its "
-            "module): it gets the artifact and returns a score, (score, reason) or {score, reason, fixes}") in lines
+    assert ("not carried over: tests[0].assert[1] (javascript): JavaScript does not run here; the nearest check: "
+            "`length: {max_chars: 99}`") in lines
     assert lines[-1] == f"next: pytest {suite} --collect-only"
     assert "wrote pytest.ini" not in lines  # the project has its own
     assert ("note: vars named input are written {{ inputs.NAME }}: the bare names are the harness's own slots"
@@ -190,11 +226,10 @@ def test_promptfoo_getting_started_writes_a_suite_that_loads(here: Any) -> None:
     # {{input}} is the var here, as in promptfoo: the bare name is the harness's slot of all inputs
     assert (root / suite / "prompts/prompt_1.txt").read_text() == (
         "Convert this English to {{language}}: {{inputs.input}}\n")
-    judge = (root / suite / "judges/llm-rubric.txt").read_text()
-    assert judge.startswith("You are grading output according to a user-specified rubric.")
-    assert "<Output>\n{{ output }}\n</Output>\n<Rubric>\n{{ rubric }}\n</Rubric>" in judge
+    # promptfoo's llm-rubric judge is the library's: no template of the suite's own
+    assert not (root / suite / "judges").exists()
     agents_text = (root / suite / "agents.yaml").read_text()
-    assert "# judges/llm-rubric.txt: promptfoo's llm-rubric grading prompt" in agents_text
+    assert "    # graders/llm-rubric: promptfoo's llm-rubric judge, from the library" in agents_text
     agents = read_yaml(root / suite / "agents.yaml")
     assert "model" not in agents  # each provider is a variant's model
     assert agents["defaults"] == {"max_attempts": 1, "escalate_on_fail": False}
@@ -203,8 +238,7 @@ def test_promptfoo_getting_started_writes_a_suite_that_loads(here: Any) -> None:
     assert agent["variants"] == {
         "producer": {"prompt_1": {"template": "prompts/prompt_1.txt"}, "prompt_2": {"template": "prompts/prompt_2.txt"}},
         "model": {"gpt-4.1-mini": "openai/gpt-4.1-mini", "claude-sonnet-4-6": "claude-sonnet-4-6"}}
-    assert agent["evaluator"] == {
-        "template": "judges/llm-rubric.txt", "slots": {"output": "output", "rubric": "criteria"}}
+    assert agent["evaluator"] == "graders/llm-rubric"
 
     cases = read_yaml(root / suite / "getting_started.cases.yaml")
     assert cases["agent"] == "getting_started"
@@ -229,7 +263,11 @@ def test_promptfoo_getting_started_writes_a_suite_that_loads(here: Any) -> None:
                                              "prompt_2+gpt-4.1-mini", "prompt_2+claude-sonnet-4-6"]
     assert variants[1].models["producer"].model == "claude-sonnet-4-6"
     assert variants[2].templates["producer"].path.name == "prompt_2.txt"
-    assert variants[0].templates["evaluator"].slot_for("rubric") == "criteria"
+    judge = variants[0].templates["evaluator"]  # the library's chat template, in its two roles
+    assert judge.path.name == "llm-rubric.chat.yaml" and judge.slot_for("rubric") == "criteria"
+    assert [m.role for m in judge.messages] == ["system", "user"]
+    assert judge.messages[0].content.startswith("You grade one output against a rubric")
+    assert judge.messages[1].content == "<Output>\n{{ output }}\n</Output>\n<Rubric>\n{{ rubric }}\n</Rubric>"
     spanish = loaded["getting_started.cases.yaml"][1]
     assert [d.id for d in spanish.checks] == ["icontains"] and [d.id for d in spanish.criteria] == ["llm_rubric"]
     assert spanish.criteria[0].min_score == 1 and spanish.criteria[0].exhaustive
@@ -495,7 +533,7 @@ def test_promptfoo_csv_tests_nunjucks_and_literal_braces(here: Any) -> None:
     assert any(line.startswith("not carried over: providers[1] (vertex:gemini-2.5-pro)") for line in lines)
     suite = here.root / "suites/support"
     assert (suite / "prompts/support_reply.txt").read_text() == (
-        "Reply as JSON like { answer } to {{ question | trim }} for {{name}}\n")
+        "Reply as JSON like { answer } to { { question | trim } } for {{name}}\n")  # an unknown filter, spaced
     assert read_yaml(suite / "agents.yaml")["model"] == {"model": "openai/gpt-4.1-mini", "temperature": 0.2,
                                                          "max_tokens": 300}
     ann, bo = read_yaml(suite / "support_reply.cases.yaml")["cases"]
@@ -554,8 +592,13 @@ def test_promptfoo_judged_kinds_and_not_carried_asserts(here: Any) -> None:
     agents = read_yaml(here.root / "suites/kinds/agents.yaml")
     assert agents["model"] == {"model": "claude-haiku-4-5"}
     assert agents["judge"] == {"model": "openai/gpt-4.1"}
-    # choices and scales need the whole rubric text, not one line per criterion
-    assert agents["agents"]["prompt_1"]["evaluator"]["slots"] == {"output": "output"}
+    # three kinds of judged assert and one evaluator: the library's llm-rubric judge, copied into the suite so that
+    # its {rubric} is the whole rubric text (choices and scales need their levels), not one line per criterion
+    assert agents["agents"]["prompt_1"]["evaluator"] == {"template": "judges/llm-rubric.yaml",
+                                                         "slots": {"output": "output"}}
+    from harness.loading.library import JUDGES_DIR
+
+    assert read_yaml(here.root / "suites/kinds/judges/llm-rubric.yaml") == read_yaml(JUDGES_DIR / "llm-rubric.chat.yaml")
     case = read_yaml(here.root / "suites/kinds/prompt_1.cases.yaml")["cases"][0]
     criteria = {c["id"]: c for c in case["criteria"]}
     assert criteria["factuality"]["choices"]["D"]["score"] == 0
@@ -603,7 +646,7 @@ def test_promptfoo_never_overwrites_without_force(here: Any) -> None:
     cases.write_text("# edited by hand\n", encoding="utf-8")
     code, lines, err = run_import("promptfoo", "promptfooconfig.yaml")
     assert code == ExitCode.CANT_CREATE
-    assert "rubrics/getting_started.yaml exists (and 5 more): nothing was written (fix: --force" in err
+    assert "rubrics/getting_started.yaml exists (and 4 more): nothing was written (fix: --force" in err
     assert cases.read_text() == "# edited by hand\n"
     code, lines, _ = run_import("promptfoo", "promptfooconfig.yaml", "--force")
     assert code == 0 and "wrote suites/getting_started/getting_started.cases.yaml" in lines
@@ -687,13 +730,15 @@ def test_openai_evals_fact_registry_entry(here: Any) -> None:
     suite = "suites/coqa_fact"
     assert [line for line in lines if line.startswith("wrote ")] == [
         "wrote rubrics/coqa_fact.yaml", f"wrote {suite}/agents.yaml", f"wrote {suite}/judges/coqa_fact.txt",
-        f"wrote {suite}/prompts/input.txt", f"wrote {suite}/data/coqa_fact.samples.jsonl",
+        f"wrote {suite}/prompts/input.yaml", f"wrote {suite}/data/coqa_fact.samples.jsonl",
         f"wrote {suite}/coqa_fact.cases.yaml"]
     assert ("not carried over: fact.yaml: fact.choice_scores: none given (openai/evals only counts the choices): "
             "scored as Braintrust's autoevals scores the fact spec (A 0.4, B 0.6, C 1, D 0, E 1); edit the choices "
             "in the rubric, or pass --choice-scores") in lines
-    assert ("not carried over: samples.jsonl (chat input): the roles of 1 samples' messages: each input is written "
-            "as one text (a system message first, then `User:` and `Assistant:` lines)") in lines
+    # the chat inputs stay messages: a system message is the producer's system prompt, the user message its message
+    assert ("note: samples.jsonl: the chat inputs stay messages: each sample's system message is the system prompt "
+            f"and its user message the message ({suite}/prompts/input.yaml)") in lines
+    assert not [line for line in lines if "(chat input)" in line]
     assert ("note: the model under test is not in the spec (openai/evals takes it as completion_fns): set `model:` in "
             f"{suite}/agents.yaml") in lines
 
@@ -715,12 +760,16 @@ def test_openai_evals_fact_registry_entry(here: Any) -> None:
     assert evaluator["verdict"] == verdict_pattern("cot_classify", list("ABCDE"))
     assert "# the model under test: openai/evals names it on its command line" in (root / suite / "agents.yaml"
                                                                                   ).read_text()
-    assert (root / suite / "prompts/input.txt").read_text() == "{inputs.input}\n"
+    assert read_yaml(root / suite / "prompts/input.yaml") == [
+        {"role": "system", "content": "{inputs.input_system}"}, {"role": "user", "content": "{inputs.input}"}]
     rows = [json.loads(line) for line in (root / suite / "data/coqa_fact.samples.jsonl").read_text().splitlines()]
-    assert rows[0] == {"input": "Answer briefly.\nUser: What is the capital of France?", "ideal": "Paris"}
-    assert rows[1] == {"input": "Who wrote Hamlet?", "ideal": ["Shakespeare", "William Shakespeare"]}
+    assert rows[0] == {"input": "What is the capital of France?", "input_system": "Answer briefly.", "ideal": "Paris"}
+    assert rows[1] == {"input": "Who wrote Hamlet?", "input_system": "",
+                       "ideal": ["Shakespeare", "William Shakespeare"]}
+    assert rows[2] == {"input": "What is 2 + 2?", "ideal": "4", "input_system": ""}
     assert read_yaml(root / suite / "coqa_fact.cases.yaml") == {
-        "agent": "coqa_fact", "dataset": {"file": "data/coqa_fact.samples.jsonl", "inputs": {"input": "{input}"},
+        "agent": "coqa_fact", "dataset": {"file": "data/coqa_fact.samples.jsonl",
+                                          "inputs": {"input": "{input}", "input_system": "{input_system}"},
                                           "expected": "{ideal}"}}
 
     loaded_rubric, config, cases = load_all(root, "coqa_fact")
@@ -931,3 +980,376 @@ def test_promptfoo_test_files_and_file_vars(here: Any) -> None:
     assert loaded["prompt_1.cases.yaml"][0].inputs["doc"] == "Cats sleep a lot.\n"
     set_models(here.root / "suites/summaries/agents.yaml", "mock/echo")
     here.run("suites/summaries").assert_outcomes(passed=3)  # the echoed prompt holds the file's text
+
+
+# --- chat: promptfoo's llm-rubric judge in its roles, chat prompts, chat samples ------------------------------
+
+
+def sent(project: Any) -> list[dict[str, Any]]:
+    """What the recording mock model was sent, call by call: its system prompt and its messages."""
+    path = project.root / "sent.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
+
+
+LLM_RUBRIC = """\
+    description: Rubric
+    prompts: ['Translate to French: {{text}}']
+    providers: [openai:gpt-4.1-mini]
+    defaultTest:
+      options:
+        provider: openai:gpt-4.1
+    tests:
+      - vars: {text: Hello world}
+        assert:
+          - type: llm-rubric
+            value: Is a faithful French translation
+"""
+
+
+def library_grading_system() -> str:
+    """The system message of the library's llm-rubric judge: promptfoo's grading instructions, in our words."""
+    from harness.loading.library import JUDGES_DIR
+
+    system, _ = read_yaml(JUDGES_DIR / "llm-rubric.chat.yaml")
+    return system["content"]
+
+
+def test_promptfoo_llm_rubric_is_the_library_judge_offline_and_through_the_fake_server(
+        here: Any, fake_openai: FakeOpenAI) -> None:
+    grading_system = library_grading_system()
+    write(here.root, "promptfooconfig.yaml", LLM_RUBRIC)
+    code, lines, err = run_import("promptfoo", "promptfooconfig.yaml")
+    assert code == 0, err
+    assert not [line for line in lines if "judges/" in line]  # no template of the suite's own
+    agents_path = here.root / "suites/rubric/agents.yaml"
+    assert read_yaml(agents_path)["agents"]["prompt_1"]["evaluator"] == "graders/llm-rubric"
+    graded = ("<Output>\nBonjour le monde\n</Output>\n<Rubric>\nllm_rubric: Is a faithful French translation\n"
+              "</Rubric>")
+
+    # through the OpenAI SDK: the instructions are the system message, the output and the rubric the user's
+    def respond(request: dict[str, Any]) -> Any:
+        return openai_judge()(request) if request["model"] == "gpt-4.1" else OpenAIReply.text("Bonjour le monde")
+
+    fake_openai.responder = respond
+    here.run("suites/rubric").assert_outcomes(passed=1)
+    (judged,) = [r for r in fake_openai.requests if r["model"] == "gpt-4.1"]
+    assert judged["messages"] == [{"role": "system", "content": grading_system}, {"role": "user", "content": graded}]
+
+    # offline, on mock models: the same two messages
+    set_models(agents_path, "mock/translator", "mock/recorder")
+    here.run("suites/rubric").assert_outcomes(passed=1)
+    assert sent(here) == [{"system": grading_system, "messages": [["user", graded]]}]
+    here.run("suites/rubric", "--harness-judge-model", "mock/score-0").assert_outcomes(failed=1)
+
+
+G_EVAL = """\
+    description: Geval
+    prompts: ['Answer: {{q}}']
+    providers: [openai:gpt-4.1-mini]
+    tests:
+      - vars: {q: Capital of France?}
+        assert:
+          - {type: g-eval, value: The answer is correct and complete, threshold: 0.7}
+      - vars: {q: Who wrote Hamlet?}
+        assert:
+          - {type: g-eval, value: The answer names the author in full}
+          - {type: contains, value: Shakespeare}
+"""
+
+
+def test_promptfoo_g_eval_is_the_library_g_eval_its_steps_generated(here: Any) -> None:
+    """Every model-graded assert a g-eval, one a test: judged by graders/g-eval, steps written from each criterion,
+    then a rating from 1 to 5 scored (rating - 1) / 4: 4 is 0.75 (passes 0.7), 2 is 0.25 (fails it)."""
+    write(here.root, "promptfooconfig.yaml", G_EVAL)
+    code, lines, err = run_import("promptfoo", "promptfooconfig.yaml")
+    assert code == 0, err
+    assert not [line for line in lines if "(g-eval)" in line or "judges/" in line]  # carried over, by the library
+    agents = read_yaml(here.root / "suites/geval/agents.yaml")
+    assert agents["agents"]["prompt_1"]["evaluator"] == "graders/g-eval"
+    france, hamlet = read_yaml(here.root / "suites/geval/prompt_1.cases.yaml")["cases"]
+    assert france["criteria"] == [{"id": "g_eval", "description": "The answer is correct and complete",
+                                   "scale": [1, 5], "weight": 1, "min_score": 0.7}]
+    assert hamlet["criteria"][0]["min_score"] == 0.7  # promptfoo's default threshold
+    _, config, _ = load_all(here.root, "geval")
+    assert config.agents["prompt_1"].evaluator.kind == "steps"
+
+    set_models(here.root / "suites/geval/agents.yaml", "mock/answers", "mock/geval-judge")
+    result = here.run("suites/geval")
+    result.assert_outcomes(passed=1, failed=1)  # Paris rated 4; "Shakespeare wrote it" rated 2
+    assert "test-2" in "\n".join(line for line in result.outlines if "FAILED" in line)
+    (record,) = here.work.glob("runs/*/prompt_1/test-1/attempt-1.eval.json")
+    scored = json.loads(record.read_text(encoding="utf-8"))["dimensionScores"]["g_eval"]
+    assert scored["rating"] == 4 and scored["score"] == 0.75
+
+    # two g-eval asserts in one test: one rating cannot score both, so the fallback judges them, and says so
+    write(here.root, "promptfooconfig.yaml", G_EVAL.replace("- {type: contains, value: Shakespeare}",
+                                                            "- {type: g-eval, value: The answer is short}"))
+    code, lines, err = run_import("promptfoo", "promptfooconfig.yaml", "--name", "twice")
+    assert code == 0, err
+    assert sum("(g-eval): G-Eval's generated evaluation steps" in line for line in lines) == 3
+    assert read_yaml(here.root / "suites/twice/agents.yaml")["agents"]["prompt_1"]["evaluator"] == {
+        "template": "judges/llm-rubric.yaml", "slots": {"output": "output"}}
+    assert read_yaml(here.root / "suites/twice/prompt_1.cases.yaml")["cases"][0]["criteria"][0]["scale"] == [0, 10]
+
+
+def test_promptfoo_closedqa_is_the_library_closedqa_and_a_scored_llm_rubric_is_judged(here: Any) -> None:
+    """Every model-graded assert a closed-QA one, one in every test: judged by graders/closedqa, each test's
+    criterion (its vars filled in) its case's expected:. An llm-rubric with a threshold is a criterion scored 0-1."""
+    write(here.root, "promptfooconfig.yaml", """\
+        prompts: ['Write a title for: {{text}}']
+        providers: [openai:gpt-4.1-mini]
+        tests:
+          - vars: {text: cats sleep a lot}
+            assert: [{type: model-graded-closedqa, value: 'Is the title for "{{text}}" concise?'}]
+          - vars: {text: dogs love walks}
+            assert: [{type: model-graded-closedqa, value: Does the title rhyme?}]
+    """)
+    code, lines, err = run_import("promptfoo", "promptfooconfig.yaml", "--name", "titles")
+    assert code == 0, err
+    assert not [line for line in lines if "(model-graded-closedqa)" in line]
+    assert read_yaml(here.root / "suites/titles/agents.yaml")["agents"]["prompt_1"]["evaluator"] == "graders/closedqa"
+    cats, dogs = read_yaml(here.root / "suites/titles/prompt_1.cases.yaml")["cases"]
+    assert cats["expected"] == 'Is the title for "cats sleep a lot" concise?'
+    assert dogs["expected"] == "Does the title rhyme?"
+    assert set(cats["criteria"][0]["choices"]) == {"Y", "N"}
+    set_models(here.root / "suites/titles/agents.yaml", "mock/answers", "mock/closedqa-judge")
+    here.run("suites/titles").assert_outcomes(passed=1, failed=1)  # Y for conciseness, N for the rhyme
+
+    write(here.root, "promptfooconfig.yaml", LLM_RUBRIC.replace("value: Is a faithful French translation",
+                                                                "value: Is a faithful French translation\n"
+                                                                "            threshold: 0.8"))
+    code, _, err = run_import("promptfoo", "promptfooconfig.yaml", "--name", "scored")
+    assert code == 0, err
+    agents_path = here.root / "suites/scored/agents.yaml"
+    assert read_yaml(agents_path)["agents"]["prompt_1"]["evaluator"] == "graders/llm-rubric"
+    (case,) = read_yaml(here.root / "suites/scored/prompt_1.cases.yaml")["cases"]
+    assert case["criteria"] == [{"id": "llm_rubric", "description": "Is a faithful French translation", "weight": 1,
+                                 "min_score": 0.8}]  # a score from 0 to 1 against the threshold, not pass or fail
+    set_models(agents_path, "mock/translator", "mock/score-0.9")
+    here.run("suites/scored").assert_outcomes(passed=1)
+    here.run("suites/scored", "--harness-judge-model", "mock/score-0.7").assert_outcomes(failed=1)
+
+
+def test_promptfoo_chat_prompts_and_a_chat_rubric_prompt_become_chat_templates(here: Any) -> None:
+    write(here.root, "promptfooconfig.yaml", """\
+        prompts:
+          - file://chat.json
+          - label: inline
+            raw: '[{"role": "system", "content": "Reply in French."}, {"role": "user", "content": "{{text}}"}]'
+          - file://odd.jsonl
+        providers: [openai:gpt-4.1-mini]
+        defaultTest:
+          options:
+            rubricPrompt: file://grader.json
+        tests:
+          - vars: {text: Hello world}
+            assert: [{type: llm-rubric, value: Is French}]
+    """)
+    write(here.root, "chat.json", json.dumps([
+        {"role": "system", "content": "You translate into French."}, {"role": "user", "content": "Good night"},
+        {"role": "assistant", "content": "Bonne nuit", "name": "example"}, {"role": "user", "content": "{{text}}"}]))
+    write(here.root, "odd.jsonl", json.dumps([{"role": "user", "content": "{{text}}"},
+                                              {"role": "assistant", "content": "Sure:"}]) + "\n")
+    write(here.root, "grader.json", json.dumps([{"role": "system", "content": "Grade strictly."},
+                                                {"role": "user", "content": "Output: {{output}}\nRubric: {{rubric}}"}]))
+    code, lines, err = run_import("promptfoo", "promptfooconfig.yaml", "--name", "chats")
+    assert code == 0, err
+    suite = here.root / "suites/chats"
+    assert read_yaml(suite / "prompts/chat.yaml") == [
+        {"role": "system", "content": "You translate into French."}, {"role": "user", "content": "Good night"},
+        {"role": "assistant", "content": "Bonne nuit"}, {"role": "user", "content": "{{text}}"}]
+    assert ("not carried over: prompts[0] (chat prompt): the messages' name: a chat template's message has a role "
+            "and a content only") in lines
+    assert read_yaml(suite / "prompts/inline.yaml") == [{"role": "system", "content": "Reply in French."},
+                                                        {"role": "user", "content": "{{text}}"}]
+    # a chat that ends on the assistant's message is no chat template: written as text, and said so
+    assert (suite / "prompts/odd_1.txt").read_text() == "user: {{text}}\n\nassistant: Sure:\n"
+    assert any(line.startswith("not carried over: prompts[2] (odd.jsonl line 1) (chat prompt): the roles of its "
+                               "messages: [1].role: the last message is an assistant message") for line in lines)
+    assert read_yaml(suite / "judges/llm-rubric.yaml") == [
+        {"role": "system", "content": "Grade strictly."}, {"role": "user", "content": "Output: {{output}}\n"
+                                                                                      "Rubric: {{rubric}}"}]
+    agents = read_yaml(suite / "agents.yaml")["agents"]["chats"]
+    assert agents["variants"]["producer"] == {"chat": {"template": "prompts/chat.yaml"},
+                                              "inline": {"template": "prompts/inline.yaml"},
+                                              "odd_1": {"template": "prompts/odd_1.txt"}}
+    assert agents["evaluator"]["template"] == "judges/llm-rubric.yaml"
+    load_all(here.root, "chats")
+
+    set_models(suite / "agents.yaml", "mock/recorder", "mock/recorder")
+    here.run("suites/chats/chats.cases.yaml::test-1[chat]").assert_outcomes(passed=1)
+    produced, judged = sent(here)
+    assert produced == {"system": "You translate into French.", "messages": [
+        ["user", "Good night"], ["assistant", "Bonne nuit"], ["user", "Hello world"]]}
+    assert judged == {"system": "Grade strictly.", "messages": [
+        ["user", "Output: Bonjour le monde\nRubric: llm_rubric: Is French"]]}
+
+
+def test_promptfoo_javascript_asserts_name_the_nearest_check(here: Any) -> None:
+    write(here.root, "promptfooconfig.yaml", """\
+        prompts: ['Answer: {{q}}']
+        providers: [openai:gpt-4.1-mini]
+        tests:
+          - vars: {q: 'Capital of France?'}
+            assert:
+              - {type: javascript, value: "output.includes('Paris')"}
+              - {type: javascript, value: "!output.toLowerCase().includes('london')"}
+              - {type: javascript, value: "/^[A-Z]/.test(output)"}
+              - {type: javascript, value: "output.split(' ').length <= 20"}
+              - {type: javascript, value: "JSON.parse(output).city === 'Paris'"}
+              - {type: javascript, value: "output.length > 3 && output.length < 50"}
+    """)
+    code, lines, err = run_import("promptfoo", "promptfooconfig.yaml", "--name", "js")
+    assert code == 0, err
+    notes = [line for line in lines if line.startswith("not carried over: tests[0].assert")]
+    assert notes[:4] == [
+        "not carried over: tests[0].assert[0] (javascript): JavaScript does not run here; the nearest check: "
+        '`contains: {all: ["Paris"]}`',
+        "not carried over: tests[0].assert[1] (javascript): JavaScript does not run here; the nearest check: "
+        '`banned_phrases: {phrases: ["london"], case_sensitive: false}`',
+        "not carried over: tests[0].assert[2] (javascript): JavaScript does not run here; the nearest check: "
+        '`regex: {pattern: "^[A-Z]"}`',
+        "not carried over: tests[0].assert[3] (javascript): JavaScript does not run here; the nearest check: "
+        "`length: {max_words: 20}`"]
+    assert "`json_path: {path: ..., equals: ...}`" in notes[4]
+    assert "write it as a `python: module:function` check" in notes[5]
+    assert len(notes) == 6 and all("\n" not in note for note in notes)
+
+
+CHAT_SAMPLES = [
+    {"input": [{"role": "system", "content": "Answer in one word."},
+               {"role": "user", "content": "What is the capital of France?"}], "ideal": "Paris"},
+    {"input": [{"role": "system", "content": "Answer in one word."},
+               {"role": "system", "name": "example_user", "content": "Capital of Peru?"},
+               {"role": "system", "name": "example_assistant", "content": "Lima"},
+               {"role": "user", "content": "Capital of France?"}], "ideal": "Paris"},
+]
+
+
+def test_openai_evals_chat_samples_stay_messages(here: Any) -> None:
+    write(here.root, "registry/evals/qa.yaml", "qa:\n  id: qa.dev.v0\nqa.dev.v0:\n"
+          "  class: evals.elsuite.basic.includes:Includes\n  args: {samples_jsonl: qa/samples.jsonl}\n")
+    write(here.root, "qa.jsonl", "".join(json.dumps(row) + "\n" for row in CHAT_SAMPLES))
+    code, lines, err = run_import("openai-evals", "registry/evals/qa.yaml", "qa.jsonl", "--eval", "qa")
+    assert code == 0, err
+    assert ("not carried over: qa.jsonl: input (chat input): the roles of the earlier turns of 1 samples' chats "
+            "(few-shot examples, replies): each is written as text before its last user message, `User:` and "
+            "`Assistant:` lines") in lines
+    suite = here.root / "suites/qa"
+    rows = [json.loads(line) for line in (suite / "data/qa.samples.jsonl").read_text().splitlines()]
+    assert [(r["input_system"], r["input"]) for r in rows] == [
+        ("Answer in one word.", "What is the capital of France?"),
+        ("Answer in one word.", "User: Capital of Peru?\nAssistant: Lima\nUser: Capital of France?")]
+    load_all(here.root, "qa")
+    set_models(suite / "agents.yaml", "mock/recorder")
+    here.run("suites/qa").assert_outcomes(passed=2)
+    assert [call["system"] for call in sent(here)] == ["Answer in one word."] * 2
+    assert sorted(call["messages"][0][1] for call in sent(here)) == sorted(row["input"] for row in rows)
+    assert all(len(call["messages"]) == 1 and call["messages"][0][0] == "user" for call in sent(here))
+
+
+BATTLE_SPEC = """\
+    battle:
+      prompt: |-
+        You are comparing two responses to the following two instructions.
+
+        [Instruction 1]
+        {input1}
+        [Response 1]
+        {completion1}
+
+        [Instruction 2]
+        {input2}
+        [Response 2]
+        {completion2}
+
+
+        Is the first response better than the second? You must provide one answer based on your subjective view.
+      choice_strings:
+        - "Yes"
+        - "No"
+      choice_scores:
+        "Yes": 1.0
+        "No": 0.0
+      input_outputs:
+        input1: completion1
+        input2: completion2
+"""
+
+BATTLE_REGISTRY = """\
+    joke-animals-vs-fruits:
+      id: joke-animals-vs-fruits.dev.v0
+      metrics: [accuracy]
+    joke-animals-vs-fruits.dev.v0:
+      class: evals.elsuite.modelgraded.classify:ModelBasedClassify
+      args:
+        samples_jsonl: test_multiio/battles/joke_animals_vs_fruits.jsonl
+        eval_type: cot_classify
+        modelgraded_spec: battle
+"""
+
+
+def test_openai_evals_battle_imports_as_a_pairwise_comparison(here: Any) -> None:
+    write(here.root, "evals/registry/modelgraded/battle.yaml", BATTLE_SPEC)
+    write(here.root, "evals/registry/evals/battles.yaml", BATTLE_REGISTRY)
+    comedian = {"role": "system", "content": "You are a comedian."}
+    write(here.root, "battles.jsonl", "".join(json.dumps(row) + "\n" for row in [
+        {"input1": [comedian, {"role": "user", "content": "A joke about ducks"}],
+         "input2": [comedian, {"role": "user", "content": "A joke about bananas, in one line"}]},
+        {"input1": [comedian, {"role": "user", "content": "A joke about cats that are very lazy"}],
+         "input2": [comedian, {"role": "user", "content": "A joke about apples"}]}]))
+    code, lines, err = run_import("openai-evals", "evals/registry/evals/battles.yaml", "battles.jsonl")
+    assert code == 0, err
+    suite = "suites/joke_animals_vs_fruits"
+    assert sorted(line for line in lines if line.startswith("wrote ")) == sorted([
+        "wrote rubrics/joke_animals_vs_fruits.yaml", f"wrote {suite}/agents.yaml",
+        f"wrote {suite}/judges/joke_animals_vs_fruits.txt", f"wrote {suite}/prompts/input1.yaml",
+        f"wrote {suite}/prompts/input2.yaml", f"wrote {suite}/data/joke_animals_vs_fruits.samples.jsonl",
+        f"wrote {suite}/joke_animals_vs_fruits.pairs.yaml", f"wrote {suite}/joke_animals_vs_fruits.pairwise.yaml"])
+    assert any(line.startswith("note: battle.yaml: battle compares two completions: imported as") for line in lines)
+    root = here.root
+    comparison = read_yaml(root / suite / "joke_animals_vs_fruits.pairwise.yaml")
+    assert comparison["compare"] == [{"agent": "completion1"}, {"agent": "completion2"}]
+    assert comparison["judge"]["verdicts"] == {"Yes": "a", "No": "b"} and comparison["judge"]["swap"] is False
+    assert comparison["judge"]["verdict"] == verdict_pattern("cot_classify", ["Yes", "No"])
+    template = (root / suite / "judges/joke_animals_vs_fruits.txt").read_text()
+    assert "[Instruction 1]\n{input1}\n[Response 1]\n{output_a}\n\n[Instruction 2]\n{input2}\n[Response 2]\n" \
+           "{output_b}" in template
+    agents = read_yaml(root / suite / "agents.yaml")["agents"]
+    assert agents["completion2"]["producer"] == {"template": "prompts/input2.yaml"}
+
+    set_models(root / suite / "agents.yaml", "mock/echo")
+    comparison["judge"]["model"] = "mock/battle-judge"
+    (root / suite / "joke_animals_vs_fruits.pairwise.yaml").write_text(yaml.safe_dump(comparison), encoding="utf-8")
+    result = here.run(suite)
+    result.assert_outcomes(passed=2)  # the samples are the comparison's cases only: no other item runs
+    result.stdout.fnmatch_lines(["joke_animals_vs_fruits: pairwise over 2 cases*",
+                                 "  completion1 vs completion2 * 1 * 1 * 0 (0) *"])
+
+
+def test_openai_evals_chat_prompt_of_a_spec_is_the_judges_chat_template(here: Any) -> None:
+    write(here.root, "strict.yaml", """\
+        strict:
+          prompt:
+            - {role: system, content: "You are a strict grader of {{short}} answers."}
+            - {role: user, content: "Question: {input}\\nAnswer: {completion}\\nIs it correct?"}
+          choice_strings: YN
+          choice_scores: {"Y": 1.0, "N": 0.0}
+          input_outputs: {input: completion}
+    """)
+    write(here.root, "s.jsonl", json.dumps({"input": "What is the capital of France?"}) + "\n")
+    code, lines, err = run_import("openai-evals", "strict.yaml", "s.jsonl", "--eval-type", "classify")
+    assert code == 0, err
+    suite = here.root / "suites/strict"
+    answer = ('\n\nAnswer the question by printing only a single choice from "Y" or "N" (without quotes or '
+              "punctuation) corresponding to the correct answer with no other text.")
+    # each message in its role; openai/evals' answer prompt after the last
+    assert read_yaml(suite / "judges/strict.yaml") == [
+        {"role": "system", "content": "You are a strict grader of { short } answers."},
+        {"role": "user", "content": "Question: {input}\nAnswer: {completion}\nIs it correct?" + answer}]
+    assert read_yaml(suite / "agents.yaml")["agents"]["strict"]["evaluator"]["template"] == "judges/strict.yaml"
+    set_models(suite / "agents.yaml", "mock/recorder", "mock/recorder")
+    here.run("suites/strict").assert_outcomes(passed=1)
+    produced, judged = sent(here)
+    assert judged == {"system": "You are a strict grader of { short } answers.", "messages": [
+        ["user", "Question: What is the capital of France?\nAnswer: Paris\nIs it correct?" + answer]]}

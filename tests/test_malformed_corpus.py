@@ -149,6 +149,14 @@ def cases(old: str, new: str) -> str:
     return edit(CASES, old, new)
 
 
+def shaped(keys: str, expect: tuple[str, ...], *, file: str | None = None,
+           refs: str = '{"id": "q1", "note": "a"}\n') -> Bad:
+    """A dataset of two rows (id, text) with ``keys`` added to its ``dataset:``; data/refs.jsonl beside it."""
+    return Bad("cases", f"agent: writer\ndataset: {{file: data/qa.jsonl, {keys}}}\n", expect, file=file,
+               extra={"suites/data/qa.jsonl": '{"id": "q1", "text": "hello"}\n{"id": "q2", "text": "hi"}\n',
+                      "suites/data/refs.jsonl": refs})
+
+
 def goal(old: str, new: str) -> str:
     return edit(GOAL, old, new)
 
@@ -218,6 +226,19 @@ CORPUS: dict[str, Bad] = {
         "dimensions.greeting.scoring.1.5: 1.5 is outside 0..1",)),
     "rubric-score-level-not-a-number": Bad("rubric", rubric('1.0: "hello is there"', 'top: "hello is there"'), (
         "dimensions.greeting.scoring.top: score level 'top' is not a number",)),
+    # --- a stepped scale (docs/material.md, "Scales and choices") ---
+    "rubric-scale-step-zero": Bad("rubric", rubric("    check:\n      length: {max_words: 12}",
+                                                   "    scale: [1, 10]\n    step: 0"), (
+        "dimensions.concise.step: must be above 0, got 0", "step: 0.5")),
+    "rubric-step-without-scale": Bad("rubric", rubric("    check:\n      length: {max_words: 12}", "    step: 0.5"), (
+        "dimensions.concise.step: is the step between a scale's ratings, and this dimension has no scale",
+        "add `scale: [1, 10]` beside it, or remove step")),
+    "rubric-step-not-dividing-the-scale": Bad("rubric", rubric("    check:\n      length: {max_words: 12}",
+                                                               "    scale: [1, 10]\n    step: 0.4"), (
+        "dimensions.concise.step: 0.4 does not divide the scale [1, 10] into whole steps",)),
+    "rubric-steps-written-for-step": Bad("rubric", rubric("    check:\n      length: {max_words: 12}",
+                                                          "    scale: [1, 10]\n    steps: 0.5"), (
+        "dimensions.concise.steps: is a list of evaluation steps, and 0.5 is a number", "write `step: 0.5`")),
     "rubric-unknown-check-kind": Bad("rubric", check("contain: {all: [hello]}"), (
         "dimensions.greeting.check.contain: unknown check kind 'contain'", "did you mean 'contains'?")),
     "rubric-invalid-regex": Bad("rubric", check("regex: '([a-z'"), (
@@ -239,6 +260,12 @@ CORPUS: dict[str, Bad] = {
         "dimensions.greeting.check.regex.flags: unknown regex flag(s) 'q'",)),
     "rubric-check-option-near-miss": Bad("rubric", check("regex: {pattern: a, min_cout: 2}"), (
         "regex.min_cout: unknown key (did you mean 'min_count'?)",)),
+    "rubric-match-location": Bad("rubric", check("match: {location: middle}"), (
+        "dimensions.greeting.check.match.location: ", "middle")),
+    "rubric-choice-not-a-letter": Bad("rubric", check("choice: Paris"), (
+        "dimensions.greeting.check.choice: expected a letter (A, B, ...), got 'Paris'",)),
+    "rubric-f1-normalize": Bad("rubric", check("f1: {normalize: [stemming]}"), (
+        "dimensions.greeting.check.f1.normalize[0]: ",)),
     "rubric-examples-glob-matches-nothing": Bad("rubric", rubric("threshold: 0.8", "threshold: 0.8\nexamples:\n"
                                                                  "  gold: ['examples/nope/*.md']"), (
         "examples.gold: 'examples/nope/*.md' matches no file",)),
@@ -296,6 +323,21 @@ CORPUS: dict[str, Bad] = {
         "judge.temperature: 3 is outside 0..2",)),
     "agents-judge-max-tokens-zero": Bad("agents", agents("  model: claude-haiku-4-5", "  max_tokens: 0"), (
         "judge.max_tokens: expected a whole number >= 1, got 0",)),
+    "agents-judge-stop-text": Bad("agents", agents("  model: claude-haiku-4-5", '  stop: "\\n\\n"'), (
+        "judge.stop: expected a list of non-empty text (the sequences that end an answer), got '\\n\\n'",
+        'write e.g. `stop: ["\\n\\n"]`')),
+    "agents-model-stop-empty-text": Bad("agents", agents("judge:\n  model: claude-haiku-4-5",
+                                                         "model:\n  stop: ['']"), (
+        "model.stop: expected a list of non-empty text",)),
+    "agents-judge-top-p-above-1": Bad("agents", agents("  model: claude-haiku-4-5", "  top_p: 1.5"), (
+        "judge.top_p: 1.5 is outside 0..1",)),
+    "agents-judge-seed-text": Bad("agents", agents("  model: claude-haiku-4-5", "  seed: lucky"), (
+        "judge.seed: expected a whole number >= 0, got 'lucky'",)),
+    "agents-weighted-score-without-verdict": Bad("agents", agents("    evaluator: prompts/judge.md",
+                                                                  "    evaluator: {prompt: prompts/judge.md, "
+                                                                  "score: weighted}"), (
+        "agents.writer.evaluator.score: weighs the rating by the probabilities of its token in a free-text answer",
+        "add `verdict: PATTERN`")),
     "agents-judge-timeout-negative": Bad("agents", agents("  model: claude-haiku-4-5", "  timeout_s: -5"), (
         "judge.timeout_s: -5 is outside",)),
     "agents-escalate-conditions-text": Bad("agents", agents("escalate_conditions: [exec_level_partner]",
@@ -437,6 +479,56 @@ CORPUS: dict[str, Bad] = {
     "dataset-csv-utf16": Bad("cases", "agent: writer\ndataset: {file: data/qa.csv}\n", (
         "suites/data/qa.csv: line 1 (the header): holds a NUL character",), file="suites/data/qa.csv",
         extra={"suites/data/qa.csv": "text\nhello\n".encode("utf-16-le")}),
+    # data shaping (docs/material.md, "Shaping data")
+    "dataset-filter-unknown-operator": shaped("filter: {text: {contains: hi}}", (
+        "suites/writer.cases.yaml: dataset.filter.text.contains: unknown key", "use one of: equals, in, matches")),
+    "dataset-filter-in-not-a-list": shaped("filter: {text: {in: hello}}", (
+        "dataset.filter.text.in: expected a non-empty list of values, got 'hello'",)),
+    "dataset-filter-backtracks": shaped("filter: {text: {matches: '(a+)+$'}}", (
+        "dataset.filter.text.matches: pattern '(a+)+$' can backtrack without bound",)),
+    "dataset-filter-passes-nothing": shaped("filter: {txt: hello}", (
+        "dataset.filter: none of the 2 rows read passes the filter (no row has a column 'txt'), so the dataset "
+        "gives no cases",)),
+    "dataset-join-on-is-yaml-true": shaped("join: {file: data/refs.jsonl, on: id}", (
+        "dataset.join.on: YAML reads `on:` as true", "write `key: COLUMN`")),
+    "dataset-join-no-key": shaped("join: {file: data/refs.jsonl}", ("dataset.join.key: missing",)),
+    "dataset-join-duplicate-key": shaped("join: {file: data/refs.jsonl, key: id}", (
+        "suites/data/refs.jsonl: row 2: id 'q1' again (row 1 has it too): dataset.join needs one row per key",
+        "keep one row per id in refs.jsonl"), file="suites/data/refs.jsonl",
+        refs='{"id": "q1", "note": "a"}\n{"id": "q1", "note": "b"}\n'),
+    "dataset-join-no-match": shaped("join: {file: data/refs.jsonl, key: id, missing: error}", (
+        "suites/data/qa.jsonl: row 2: refs.jsonl has no row with id 'q2' (dataset.join)", "missing: drop"),
+        file="suites/data/qa.jsonl"),
+    "dataset-join-column-clash": shaped("join: {file: data/refs.jsonl, key: id}", (
+        "suites/data/qa.jsonl: row 1: the row and refs.jsonl both have a column 'text'", "`as: ref`"),
+        file="suites/data/qa.jsonl", refs='{"id": "q1", "text": "a"}\n'),
+    "dataset-join-missing-choice": shaped("join: {file: data/refs.jsonl, key: id, missing: skip}", (
+        "dataset.join.missing: unknown missing 'skip'", "use one of: keep, drop, error")),
+    "dataset-extract-no-match": shaped("extract: {final: {from: text, regex: '#### (\\d+)'}}", (
+        "suites/data/qa.jsonl: row 1: dataset.extract.final: the regex '#### (\\\\d+)' does not match its text "
+        "('hello')",), file="suites/data/qa.jsonl"),
+    "dataset-extract-no-from": shaped("extract: {final: {regex: x}}", (
+        "dataset.extract.final: expected a mapping with `from:` and `regex:`",)),
+    "dataset-fewshot-no-template": shaped("fewshot: {file: data/qa.jsonl, n: 1}", (
+        "dataset.fewshot.template: missing",)),
+    "dataset-fewshot-too-few": shaped("fewshot: {file: data/refs.jsonl, n: 5, template: '{note}'}", (
+        "dataset.fewshot.n: refs.jsonl has 1 example, fewer than n (5)", "lower n")),
+    "dataset-fewshot-split-of-a-file": shaped("fewshot: {split: train, n: 1, template: '{text}'}", (
+        "dataset.fewshot.split: is a split of a Hugging Face dataset, and this dataset is a file",)),
+    "dataset-template-unknown-filter": shaped("inputs: {t: '{text|upper}'}", (
+        "dataset.inputs.t: {text|upper} uses the filter 'upper', which does not exist (filters: json, letter, "
+        "lettered, letters, numbered)",)),
+    "dataset-filter-refuses-the-value": shaped("inputs: {t: '{text|lettered}'}", (
+        "suites/data/qa.jsonl: row 1: dataset.inputs.t: lettered takes a list, got 'hello'",),
+        file="suites/data/qa.jsonl"),
+    "rubric-transform-regex-group": Bad("rubric", rubric("threshold: 0.8\n", "threshold: 0.8\n"
+                                                         "transform: {regex: '(\\d+)', group: 3}\n"), (
+        "transform.group: the pattern has 1 group(s), not 3",)),
+    "agents-template-unknown-filter": Bad("agents", agents('producer: {python: "agentlib:produce"}',
+                                                           "producer: {template: prompts/t.txt, model: "
+                                                           "claude-haiku-4-5}"), (
+        "agents.writer.producer.template: t.txt: {text|bogus} uses the filter 'bogus'",),
+        extra={"suites/prompts/t.txt": "Say {text|bogus}\n"}),
     "input-text-not-utf8": Bad("input", b"first line\nsecond " + NOT_UTF8 + b"\n", (
         "suites/data/notes.txt: line 2: byte 0xe9 at column 11 (byte offset 21) is not UTF-8",
         "save the file as UTF-8")),
@@ -478,6 +570,30 @@ CORPUS: dict[str, Bad] = {
     "agents-template-climbing-out": Bad("agents", agents('{python: "agentlib:produce"}',
                                                          "{template: ../../../../../../../../etc/passwd}"), (
         "agents.writer.producer.template: ../../../../../../../../etc/passwd is outside the project",)),
+    # --- chat templates (docs/material.md, "Chat templates"): the line names the template file and the message -------
+    "chat-template-unknown-role": Bad("agents", agents("prompts/judge.md", "{template: judges/mt.json}"), (
+        "suites/judges/mt.json: [1].role: unknown role 'judge'", "use one of: system, user, assistant"),
+        file="suites/judges/mt.json", extra={"suites/judges/mt.json": '[{"role": "system", "content": "Be fair."}, '
+                                                                      '{"role": "judge", "content": "{output}"}]'}),
+    "chat-template-system-later": Bad("agents", agents("prompts/judge.md", "{template: judges/mt.yaml}"), (
+        "suites/judges/mt.yaml: [1].role: a system message comes first, and only once",), file="suites/judges/mt.yaml",
+        extra={"suites/judges/mt.yaml": "- {role: user, content: '{output}'}\n- {role: system, content: Be fair.}\n"
+                                        "- {role: user, content: Grade it.}\n"}),
+    "chat-template-ends-with-assistant": Bad("agents", agents("prompts/judge.md", "{template: judges/mt.yaml}"), (
+        "suites/judges/mt.yaml: [1].role: the last message is an assistant message", "end the list with a user "
+        "message"), file="suites/judges/mt.yaml",
+        extra={"suites/judges/mt.yaml": "- {role: user, content: '{output}'}\n- {role: assistant, content: OK}\n"}),
+    "chat-template-content-not-text": Bad("agents", agents("prompts/judge.md", "{template: judges/mt.yaml}"), (
+        "suites/judges/mt.yaml: [0].content: expected the message's text, got",), file="suites/judges/mt.yaml",
+        extra={"suites/judges/mt.yaml": "- {role: user, content: {text: '{output}'}}\n"}),
+    "chat-template-not-a-list": Bad("agents", agents("prompts/judge.md", "{template: judges/mt.json}"), (
+        "suites/judges/mt.json: expected a list of chat messages, each {role, content}",), file="suites/judges/mt.json",
+        extra={"suites/judges/mt.json": '{"role": "user", "content": "{output}"}'}),
+    "chat-template-leaks-expected": Bad("agents", agents('{python: "agentlib:produce"}',
+                                                         "{template: prompts/ask.yaml}"), (
+        "agents.writer.producer.template: ask.yaml (message [0]) uses {expected}, the expected answer",),
+        extra={"suites/prompts/ask.yaml": "- {role: system, content: 'Say {expected}.'}\n"
+                                          "- {role: user, content: '{text}'}\n"}),
     "agents-rubric-outside": Bad("agents", agents("rubric: quality", "rubric: ../../outside/quality.yaml"), (
         "agents.writer.rubric: ../../outside/quality.yaml is outside the project",)),
     "rubric-schema-file-outside": Bad("rubric", check("json_schema: {schema: /etc/passwd}"), (

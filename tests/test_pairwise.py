@@ -51,7 +51,7 @@ LOG = Path(__file__).with_name("pair-calls.jsonl")
 
 
 def _answer(prompt, letter):
-    return prompt.split(f"[The Start of Assistant {letter}'s Answer]\\n", 1)[1].split("\\n[The End", 1)[0]
+    return prompt.split(f"[Assistant {letter}'s answer]\\n", 1)[1].split("\\n[End of", 1)[0]
 
 
 @mock_model("pair-judge")
@@ -100,7 +100,7 @@ def test_each_case_and_pair_is_an_item_judged_in_both_orders(project: Project) -
     shown = [(c["a"], c["b"]) for c in judged]
     assert all((b, a) in shown for a, b in shown)  # each pair shown both ways round
     first = judged[0]
-    assert first["system"].startswith("Please act as an impartial judge")  # MT-bench's pair-v2, as published
+    assert first["system"].startswith("You are an impartial judge comparing")  # graders/mt-bench-pair, the default
     rows = project.rows("SELECT r.agent_name, d.variant, d.case_id, d.dimensions, r.artifact_path, r.overall_score "
                         "FROM agent_runs r JOIN attempt_details d ON d.run_id = r.id ORDER BY d.nodeid")
     assert {r["agent_name"] for r in rows} == {"styles"} and len(rows) == 18

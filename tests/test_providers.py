@@ -15,6 +15,7 @@ from conftest import JUDGED_CASES, Project, prompt_text
 from harness.base.errors import ExitCode, ModelCallError, ModelUnavailable
 from harness.llm import CallPolicy, Message, ModelClient, ModelSettings, Price, ToolSpec, Usage
 from harness.llm.providers import (
+    GENERATION_SETTINGS,
     Provider,
     UnknownProvider,
     model_problem,
@@ -23,6 +24,8 @@ from harness.llm.providers import (
     unregister_provider,
 )
 from harness.llm.providers.mock import MockAnswer, forget_mock_model, mock_model
+from harness.llm.providers.openai import OpenAIProvider, reply_from_completion
+from harness.llm.types import ModelRequest
 from harness.testing.fake_anthropic import FakeAnthropic
 from harness.testing.fake_anthropic import Reply as AnthropicReply
 from harness.testing.fake_openai import FakeOpenAI
@@ -288,6 +291,62 @@ def test_a_scripted_mock_model_answers_and_fails_as_told() -> None:
     finally:
         forget_mock_model("counting")
     assert "no mock model 'counting'" in (model_problem(ModelSettings(model="mock/counting")) or "")
+
+
+# -- generation settings: stop, top_p, seed, log probabilities ----------------------------------------------
+
+
+def test_generation_settings_reach_each_provider_that_takes_them(fake_openai: FakeOpenAI,
+                                                                 fake_anthropic: FakeAnthropic) -> None:
+    """``stop``, ``top_p`` and ``seed`` go to an OpenAI-compatible server; Anthropic gets ``stop_sequences`` only
+    (its API refuses ``top_p`` as it refuses ``temperature``, and has no seed nor log probabilities)."""
+    fake_openai.queue(OpenAIReply.text("72\n\nQuestion: next"))
+    fake_anthropic.queue(AnthropicReply.text("72"))
+    settings = replace(GPT, stop=("\n\n", "Question:"), top_p=0.9, seed=7)
+    reply = ModelClient(settings).complete(messages=[Message.user("q")], top_logprobs=3)
+    (sent,) = fake_openai.requests
+    assert (sent["stop"], sent["top_p"], sent["seed"], sent["logprobs"], sent["top_logprobs"]) == (
+        ["\n\n", "Question:"], 0.9, 7, True, 3)
+    assert reply.text == "72" and [t.token for t in reply.logprobs or ()] == ["72"]  # the fake stops as servers do
+    claude = ModelClient(replace(settings, model="claude-haiku-4-5", timeout_s=5, max_retries=0))
+    claude.complete(messages=[Message.user("q")], top_logprobs=3)
+    (sent,) = fake_anthropic.requests
+    assert sent["stop_sequences"] == ["\n\n", "Question:"]
+    assert not {"top_p", "seed", "temperature", "logprobs", "top_logprobs"} & set(sent)
+    assert [setting for setting in GENERATION_SETTINGS if claude.sends(setting)] == ["stop"]
+
+
+@pytest.mark.parametrize(("model", "base_url", "sent"), [
+    ("gpt-4.1-mini", None, {"temperature", "top_p", "stop", "seed", "logprobs", "top_logprobs"}),
+    ("o3", None, {"seed"}),  # OpenAI's reasoning models refuse the others
+    ("o3", "http://127.0.0.1:8000/v1", {"temperature", "top_p", "stop", "seed", "logprobs", "top_logprobs"}),
+])
+def test_openai_reasoning_models_get_only_the_settings_they_take(model: str, base_url: str | None,
+                                                                 sent: set[str]) -> None:
+    provider = OpenAIProvider(ModelSettings(model=f"openai/{model}", base_url=base_url), CallPolicy(),
+                              api_key="sk-test-dummy")
+    params = provider.wire_params(ModelRequest(model=model, temperature=0.3, top_p=0.9, stop=("\n",), seed=1,
+                                               top_logprobs=5))
+    assert set(params) & {"temperature", "top_p", "stop", "seed", "logprobs", "top_logprobs"} == sent
+
+
+def test_the_mock_ends_its_answer_before_the_first_stop_sequence() -> None:
+    client = ModelClient(ModelSettings(model="mock/echo", stop=("Question:", "\n\n")))
+    reply = client.complete(messages=[Message.user("#### 72\n\nQuestion: next")])  # the first found, not listed
+    assert (reply.text, reply.stop_reason, reply.logprobs) == ("#### 72", "stop_sequence", None)
+    assert client.complete(messages=[Message.user("no stop here")]).text == "no stop here"
+    assert not client.sends("logprobs") and client.sends("stop")
+
+
+def test_log_probabilities_that_are_not_the_apis_shape_are_none() -> None:
+    body = {"model": "m", "choices": [{"message": {"content": "3"}, "finish_reason": "stop", "logprobs": {
+        "content": [{"token": "3", "logprob": -0.1, "top_logprobs": [{"token": "3", "logprob": -0.1},
+                                                                      {"token": "4", "logprob": "high"}]}]}}]}
+    (token,) = reply_from_completion(body, "m").logprobs or ()
+    assert (token.token, token.logprob, token.top) == ("3", -0.1, (("3", -0.1),))  # the unreadable one left out
+    for given in (None, {"content": None}, {"content": [{"logprob": -1}]}, "yes"):
+        body["choices"][0]["logprobs"] = given
+        assert reply_from_completion(body, "m").logprobs is None
 
 
 # -- the registry ---------------------------------------------------------------------------------

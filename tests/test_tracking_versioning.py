@@ -86,6 +86,15 @@ def test_new_scoring_level_is_minor(pair) -> None:
     assert reasons == ["MINOR: scoring levels of clarity added: 0.5 (levels now 0, 0.5, 1)"]
 
 
+def test_a_changed_step_is_minor(pair) -> None:
+    def scaled(extra: str) -> str:
+        return rubric_text().replace('    description: "Easy to read"\n',
+                                     f'    description: "Easy to read"\n    scale: [0, 10]\n{extra}')
+
+    bump, reasons = required_bump(*pair(scaled("    step: 0.5\n"), old_text=scaled("")))
+    assert (bump, reasons) == (Bump.MINOR, ["MINOR: scale of clarity changed: [0, 10] -> [0, 10] step 0.5"])
+
+
 def test_changed_check_is_minor_and_says_what_changed(pair) -> None:
     def with_check(check: str) -> str:
         return rubric_text().replace('    description: "Easy to read"\n', f'    description: "Easy to read"\n    check: {check}\n')

@@ -43,10 +43,17 @@ class ModelSettings:
 
     ``temperature`` is recorded, and sent where the provider accepts it: Anthropic's API version 2026-10-21,
     which anthropic SDK 2.x sends, rejects ``temperature``/``top_p``/``top_k`` with a 400 on every model.
+    ``top_p`` is the same: recorded (and in the response cache's key), sent to OpenAI-compatible servers and the
+    mock, never to Anthropic nor to OpenAI's reasoning models. ``stop`` (sequences that end the answer, not
+    included in it: OpenAI's ``stop``, Anthropic's ``stop_sequences``; the mock cuts its answer at the first) and
+    ``seed`` (OpenAI-compatible servers only) are the other generation settings (docs/model-calls.md).
     """
 
     model: str = "claude-sonnet-4-6"
     temperature: float = 0.0
+    top_p: float | None = None
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
     max_tokens: int = 4096
     timeout_s: float = 120.0
     max_retries: int = 2
@@ -125,6 +132,7 @@ class Dimension(Frozen):
     fail_condition: str | None = None
     check: Any = None  # a harness.checks.Check; None means the LLM judge scores this dimension
     scale: tuple[int, int] | None = None  # the judge answers a whole-number rating in this range
+    step: float | None = None  # ... or, with a step, a rating on it from the lowest (``step: 0.5``: 7.5)
     choices: dict[str, float] = Field(default_factory=dict)  # the judge answers one of these labels
     choice_text: dict[str, str] = Field(default_factory=dict)  # what each label means, where the rubric says
     exhaustive: bool = False  # the judge's score must be one of ``scoring``'s levels
@@ -144,22 +152,77 @@ class Dimension(Frozen):
         return self.pass_condition is not None
 
     def score_of(self, answer: dict[str, Any]) -> float:
-        """A judge's answer for this dimension as a score from 0 to 1: a rating on the scale, a label's score,
-        else the score as given (the answer was validated against the dimension's schema)."""
+        """A judge's answer for this dimension as a score from 0 to 1: a rating on the scale (its probability-weighted
+        rating where the judge's answer has one: docs/material.md), a label's score, else the score as given (the
+        answer was validated against the dimension's schema)."""
         if self.scale is not None:
             low, high = self.scale
-            return (int(answer["rating"]) - low) / (high - low)
+            weighted = answer.get("weighted")
+            rating = weighted.get("rating") if isinstance(weighted, dict) and weighted.get("used") else None
+            if not (isinstance(rating, (int, float)) and not isinstance(rating, bool) and low <= rating <= high):
+                rating = self.rating_value(answer["rating"])
+            return (rating - low) / (high - low)
         if self.choices:
             return self.choices[answer["label"]]
         return float(answer["score"])
 
     def raw_answer(self, answer: dict[str, Any]) -> dict[str, Any]:
-        """What the judge answered on the dimension's own scale (``rating`` or ``label``), for the record."""
+        """What the judge answered on the dimension's own scale (``rating`` or ``label``), for the record; with a
+        probability-weighted rating, ``weighted`` too (whether it was used, and from what)."""
         if self.scale is not None:
-            return {"rating": int(answer["rating"])}
+            weighted = answer.get("weighted")
+            return {"rating": self.rating_value(answer["rating"]),
+                    **({"weighted": weighted} if isinstance(weighted, dict) else {})}
         if self.choices:
             return {"label": str(answer["label"])}
         return {}
+
+    def rating_value(self, raw: Any) -> int | float:
+        """A rating as the records keep it: a whole number as an int (8, not 8.0), else the number on the step."""
+        value = round(float(raw), 9)
+        return int(value) if value.is_integer() or self.step is None else value
+
+    def rating_from_text(self, text: str) -> int | float | None:
+        """The rating ``text`` writes (``8``, ``7.5``) when it is one on this dimension's scale and step, else None."""
+        if self.scale is None or not re.fullmatch(r"[+-]?\d+" if self.step is None else r"[+-]?(\d+\.?\d*|\.\d+)",
+                                                  text):
+            return None
+        value = float(text)
+        return self.rating_value(value) if on_scale(value, *self.scale, self.step) else None
+
+    @property
+    def rating_words(self) -> str:
+        """What a rating on this dimension is, in words: ``a whole-number rating from 1 to 10``."""
+        assert self.scale is not None
+        low, high = self.scale
+        if self.step is None:
+            return f"a whole-number rating from {low} to {high}"
+        return f"a rating from {low} to {high} in steps of {self.step:g}"
+
+
+def on_scale(value: float, low: float, high: float, step: float | None) -> bool:
+    """Whether ``value`` is a rating from ``low`` to ``high``: a whole number, or with ``step``, ``low`` plus a whole
+    number of steps (to a billionth: 0.1 + 0.2 is on a step of 0.1)."""
+    if not low - 1e-9 <= value <= high + 1e-9:
+        return False
+    steps = (value - low) / (step or 1)
+    return abs(steps - round(steps)) < 1e-6
+
+
+def scale_ratings(low: int, high: int, step: float) -> list[int | float]:
+    """Every rating of a stepped scale, lowest first (whole ones as ints)."""
+    count = round((high - low) / step)
+    values = (round(low + index * step, 9) for index in range(count + 1))
+    return [int(value) if value.is_integer() else value for value in values]
+
+
+def rating_schema(low: int, high: int, step: float | None = None) -> dict[str, Any]:
+    """The JSON Schema of a rating: a whole number from ``low`` to ``high``, or with ``step`` one of the ratings on
+    it (an ``enum``: JSON Schema's ``multipleOf`` fails 0.3 against 0.1 in floating point), the step said."""
+    if step is None:
+        return {"type": "integer", "minimum": low, "maximum": high}
+    return {"type": "number", "minimum": low, "maximum": high, "enum": scale_ratings(low, high, step),
+            "description": f"a rating from {low} to {high} in steps of {step:g}"}
 
 
 class Examples(Frozen):
@@ -230,8 +293,20 @@ class PromptFile(Frozen):
     text: str
 
 
+class TemplateMessage(Frozen):
+    """One message of a chat template: who says it, and its text with ``{slots}``."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
 class PromptTemplate(Frozen):
     """A prompt used as written (a published judge prompt, a promptfoo prompt), its ``{slots}`` filled per case.
+
+    A text template (``.txt``, ``.md``) is one user message. A chat template (``.json``, ``.yaml``) is a list of
+    ``messages``: a system message first if there is one, user and assistant messages after it, the last a user
+    message (docs/material.md, "Chat templates"). ``text`` is then every message's content, a blank line between:
+    what the template's slots are read from, so every rule about slots covers every message.
 
     ``names`` maps a name the template uses to the slot that fills it (``completion: output``); a name not in
     it is a slot of its own name (harness/base/slots.py says which slots there are)."""
@@ -239,9 +314,15 @@ class PromptTemplate(Frozen):
     path: Path
     text: str
     names: dict[str, str] = Field(default_factory=dict)
+    messages: tuple[TemplateMessage, ...] = ()  # a chat template's; empty: ``text`` is the one user message
 
     def slot_for(self, name: str) -> str:
         return self.names.get(name, name)
+
+    @property
+    def turn_text(self) -> str:
+        """The message a model answers: a text template's text, a chat template's last (user) message."""
+        return self.messages[-1].content if self.messages else self.text
 
 
 class JudgeStyle(Frozen):
@@ -251,6 +332,9 @@ class JudgeStyle(Frozen):
 
     reasoning_first: bool = False
     verdict: re.Pattern[str] | None = None
+    # ``score: weighted``: a rating is weighted by the probabilities of the ratings at its token (G-Eval), where the
+    # provider returns log probabilities; else the plain rating, the record saying which (docs/material.md)
+    weighted: bool = False
 
 
 class LoopPolicy(Frozen):
@@ -338,15 +422,19 @@ class DimensionScore(Frozen):
     score: float | None  # None: indeterminate (nobody could score it)
     weight: float
     reason: str
-    rating: int | None = None  # the judge's rating on the dimension's scale (``scale: [1, 10]``), when it has one
+    # the judge's rating on the dimension's scale (``scale: [1, 10]``; 7.5 with ``step: 0.5``), when it has one
+    rating: int | float | None = None
     label: str | None = None  # the judge's label (``choices:``), when it has them
+    # ``score: weighted`` (docs/material.md): {"used": true, "rating": 3.4, "probabilities": {...}}, or
+    # {"used": false, "why": ...} where the plain rating was taken
+    weighted: dict[str, Any] | None = None
 
     @model_serializer(mode="wrap")
     def _without_unused_raw_answer(self, handler: Any) -> dict[str, Any]:
-        """``rating`` and ``label`` appear only on the dimensions that have them: the contract's three fields
-        stay the whole entry everywhere else."""
+        """``rating``, ``label`` and ``weighted`` appear only on the dimensions that have them: the contract's three
+        fields stay the whole entry everywhere else."""
         data = handler(self)
-        for key in ("rating", "label"):
+        for key in ("rating", "label", "weighted"):
             if data.get(key) is None:
                 data.pop(key, None)
         return data

@@ -193,7 +193,10 @@ def dimension_levels(dim: Dimension) -> list[str]:
         return [f"- pass (score 1): {dim.pass_condition}", f"- fail (score 0): {dim.fail_condition}"]
     if dim.scale is not None:
         low, high = dim.scale
-        return ([f"Answer a rating from {low} to {high} (a whole number)."]
+        asked = (f"Answer a rating from {low} to {high} (a whole number)." if dim.step is None else
+                 f"Answer a rating from {low} to {high} in steps of {dim.step:g} ({low:g}, {low + dim.step:g}, "
+                 f"... {high:g}).")
+        return ([asked]
                 + [f"- {level:g}: {text}" for level, text in sorted(dim.scoring.items(), reverse=True)])
     if dim.choices:
         return ([f"Answer one of: {', '.join(dim.choices)}."]
@@ -217,6 +220,16 @@ def steps_text(rubric: Rubric, dimension_ids: Sequence[str]) -> str:
     return "\n".join(f"{number}. {step}" for number, step in enumerate(steps, 1))
 
 
-def render_template(template: PromptTemplate, request: AgentRequest | JudgeRequest) -> str:
-    """A template prompt with its slots filled from the request, as the model reads it."""
-    return slots.render_text(template.text, lambda name: request.slot(template.slot_for(name)))
+def render_messages(template: PromptTemplate, request: AgentRequest | JudgeRequest, *,
+                    input_text: str | None = None) -> tuple[ChatMessage, ...]:
+    """A template's messages with their slots filled from the request: a chat template's each in its role, a text
+    template as one user message. With ``input_text``, ``{input}`` holds it (a conversation's user turn)."""
+
+    def lookup(name: str) -> Any:
+        slot = template.slot_for(name)
+        return input_text if input_text is not None and slot == "input" else request.slot(slot)
+
+    if not template.messages:
+        return (ChatMessage("user", slots.render_text(template.text, lookup)),)
+    return tuple(ChatMessage(message.role, slots.render_text(message.content, lookup))
+                 for message in template.messages)

@@ -250,27 +250,38 @@ class RegexTimeout(Exception):
 @dataclass(frozen=True)
 class Matches:
     """What a run found: how many matches, the distinct whole matches in order (at most ``MAX_MATCHES``),
-    and each match's first group (for patterns with one)."""
+    and each match's first group (for patterns with one). With a ``pick`` (:func:`finditer`), ``first`` and
+    ``last`` are what it picks from the first and the last match (None: no match, or the group took no part)."""
 
     count: int
     distinct: tuple[str, ...]
     groups: tuple[str | None, ...]
+    first: str | None = None
+    last: str | None = None
 
 
 _HELPER = r"""
 import json, re, sys
+def picked(m, pick):  # as _picked below
+    if pick == "":
+        return next((g for g in m.groups() if g is not None), None) if m.re.groups else m.group(0)
+    return m.group(pick)
 for line in sys.stdin:
     request = json.loads(line)
     try:
         rx = re.compile(request["pattern"], request["flags"])
-        count, distinct, groups = 0, {}, []
+        count, distinct, groups, ends, pick = 0, {}, [], [None, None], request.get("pick")
         for m in rx.finditer(request["text"]):
             count += 1
             if len(distinct) < request["limit"]:
                 distinct.setdefault(m.group(0), None)
             if rx.groups and len(groups) < request["limit"]:
                 groups.append(m.group(1))
-        answer = {"count": count, "distinct": list(distinct), "groups": groups}
+            if pick is not None:
+                ends[1] = picked(m, pick)
+                if count == 1:
+                    ends[0] = ends[1]
+        answer = {"count": count, "distinct": list(distinct), "groups": groups, "first": ends[0], "last": ends[1]}
     except Exception as exc:
         answer = {"error": f"{type(exc).__name__}: {exc}"}
     sys.stdout.write(json.dumps(answer) + "\n")
@@ -327,16 +338,20 @@ _helpers = _Helpers()
 atexit.register(_helpers.close)
 
 
-def finditer(pattern: re.Pattern[str], text: str, *, timeout_s: float | None = None) -> Matches:
+def finditer(pattern: re.Pattern[str], text: str, *, timeout_s: float | None = None,
+             pick: int | str | None = None) -> Matches:
     """Every match of ``pattern`` in ``text``, found in a helper process stopped after ``timeout_s``
-    (default :data:`TIMEOUT_S`). Raises :class:`RegexTimeout` when the pattern does not finish in time."""
+    (default :data:`TIMEOUT_S`). Raises :class:`RegexTimeout` when the pattern does not finish in time.
+
+    ``pick`` (a group's number or name, or ``""`` for the first group that took part) fills ``first`` and
+    ``last`` of the :class:`Matches`."""
     timeout_s = TIMEOUT_S if timeout_s is None else timeout_s
     request = json.dumps({"pattern": pattern.pattern, "flags": pattern.flags, "text": text,
-                          "limit": MAX_MATCHES}) + "\n"
+                          "limit": MAX_MATCHES, "pick": pick}) + "\n"
     try:
         proc = _helpers.take()
     except OSError:  # no processes here: run in this one, unguarded (the load-time check still applies)
-        return _in_process(pattern, text)
+        return _in_process(pattern, text, pick)
     try:
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(request)
@@ -353,19 +368,31 @@ def finditer(pattern: re.Pattern[str], text: str, *, timeout_s: float | None = N
         raise
     except (OSError, ValueError):  # the helper died or could not be watched: once more, in this process
         _stop(proc)
-        return _in_process(pattern, text)
+        return _in_process(pattern, text, pick)
     _helpers.give(proc)
     if "error" in answer:
-        return _in_process(pattern, text)
-    return Matches(answer["count"], tuple(answer["distinct"]), tuple(answer["groups"]))
+        return _in_process(pattern, text, pick)
+    return Matches(answer["count"], tuple(answer["distinct"]), tuple(answer["groups"]), answer["first"],
+                   answer["last"])
 
 
-def _in_process(pattern: re.Pattern[str], text: str) -> Matches:
-    count, distinct, groups = 0, {}, []
+def _picked(m: re.Match[str], pick: int | str) -> str | None:
+    """What ``pick`` takes from a match (the helper has the same lines): a group by number or name, or for
+    ``""`` the first group that took part in the match (the whole match of a pattern without groups)."""
+    if pick == "":
+        return next((g for g in m.groups() if g is not None), None) if m.re.groups else m.group(0)
+    return m.group(pick)
+
+
+def _in_process(pattern: re.Pattern[str], text: str, pick: int | str | None = None) -> Matches:
+    count, distinct, groups, ends = 0, {}, [], [None, None]
     for m in pattern.finditer(text):
         count += 1
         if len(distinct) < MAX_MATCHES:
             distinct.setdefault(m.group(0), None)
         if pattern.groups and len(groups) < MAX_MATCHES:
             groups.append(m.group(1))
-    return Matches(count, tuple(distinct), tuple(groups))
+        if pick is not None:
+            ends[1] = _picked(m, pick)
+            ends[0] = ends[1] if count == 1 else ends[0]
+    return Matches(count, tuple(distinct), tuple(groups), ends[0], ends[1])

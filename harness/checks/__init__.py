@@ -15,7 +15,7 @@ frozen and hold no state between runs, so one check may run on many threads at o
 
 Built-in kinds, a module per family: ``regex``, ``contains``, ``length``, ``banned_phrases`` (text),
 ``json_schema`` (json_schema), ``date_age`` (dates), ``python`` (python), ``equals``, ``similar``,
-``json_path`` (compare). Each registers its parser with ``@check_kind`` (registry); plugins add kinds with
+``json_path`` (compare), ``f1``, ``match``, ``choice`` (scorers). Each registers its parser with ``@check_kind`` (registry); plugins add kinds with
 the ``pytest_harness_check_kinds`` hook.
 
 Any kind's options may hold case slots (``equals: "{expected}"``, ``regex: {pattern: "{inputs.p}"}``):
@@ -35,6 +35,7 @@ from harness.checks.json_schema import JsonSchemaCheck  # isort: skip
 from harness.checks.dates import DateAgeCheck  # isort: skip
 from harness.checks.python import PythonCheck, import_callable  # isort: skip
 from harness.checks.compare import EqualsCheck, JsonPathCheck, SimilarCheck  # isort: skip
+from harness.checks.scorers import ChoiceCheck, F1Check, MatchCheck  # isort: skip
 from harness.checks.paths import MISSING, parse_path, value_at  # isort: skip
 from harness.checks.templated import TemplatedCheck  # isort: skip
 
@@ -49,13 +50,16 @@ __all__ = [
     "CheckContext",
     "CheckParser",
     "CheckResult",
+    "ChoiceCheck",
     "ContainsCheck",
     "DateAgeCheck",
     "EqualsCheck",
+    "F1Check",
     "Fields",
     "JsonPathCheck",
     "JsonSchemaCheck",
     "LengthCheck",
+    "MatchCheck",
     "PythonCheck",
     "RegexCheck",
     "SimilarCheck",

@@ -100,10 +100,11 @@ def count_matches(pattern: re.Pattern[str], text: str) -> int:
     return sum(1 for _ in pattern.finditer(text))
 
 
-def run_user_pattern(pattern: re.Pattern[str], text: str, path: str, field_name: str) -> safe_regex.Matches:
-    """A rubric's own pattern, run where it can be stopped (harness/base/safe_regex.py)."""
+def run_user_pattern(pattern: re.Pattern[str], text: str, path: str, field_name: str, *,
+                     pick: int | str | None = None) -> safe_regex.Matches:
+    """A rubric's own pattern, run where it can be stopped (harness/base/safe_regex.py); ``pick`` as there."""
     try:
-        return safe_regex.finditer(pattern, text)
+        return safe_regex.finditer(pattern, text, pick=pick)
     except safe_regex.RegexTimeout as exc:
         raise HarnessConfigError(path, field_name, f"pattern {one_line(pattern.pattern, 60)!r} {exc} and was "
                                  "stopped (catastrophic backtracking)",

@@ -128,6 +128,9 @@ def parse_check(raw: Any, *, path: Path, field: str, base_dir: Path, import_root
                               "make the parser return a check: an object with run(artifact, context)")
         return check
 
+    problem = slots.nested_filter_problem(options)
+    if problem:
+        raise place.error(kind, problem, "use one of the filters, or remove the '|'")
     if slots.nested_slots(options):
         return templated_check(kind, options, parse, place.nested(kind))
     return parse(options, place.nested(kind))

@@ -71,7 +71,11 @@ class TemplatedCheck:
             filled[name] = value
             return value
 
-        options = slots.render_nested(self.options, lookup)
+        try:
+            options = slots.render_nested(self.options, lookup)
+        except slots.SlotFilterError as exc:
+            raise self.place.error(None, f"filled from the case: {exc}",
+                                   "correct the case's value, or the slot's filter") from None
         try:
             key = json.dumps(options, ensure_ascii=False, default=repr)
         except (TypeError, ValueError):  # a key JSON cannot hold (a date): repr tells options apart as well
@@ -111,7 +115,9 @@ def templated_check(kind: str, options: Any, parser: Callable[[Any, Fields], Che
             break
         except HarnessConfigError as err:
             errors.append(err)
-    if sample is None:
+        except slots.SlotFilterError:
+            continue  # a filter this placeholder does not suit ({x|letter} of text): the next one may
+    if sample is None and errors:
         first = errors[0]
         depends_on_value = len({(err.field, err.problem) for err in errors}) > 1
         if not depends_on_value or first.field not in set(_whole_slot_fields(options, place.field)):

@@ -15,6 +15,7 @@ from harness.base.models import Dimension
 from harness.base.requests import AgentRequest
 from harness.base.usage import Spend
 from harness.checks import CheckContext
+from harness.checks.transforms import noted
 from harness.evaluation.runners import Request, Runner, RunnerOutput
 
 
@@ -60,7 +61,7 @@ def check_turns(dim: Dimension, talk: Conversation, rubric_transform: Any,
             reply = transform.apply(reply) if transform is not None else reply
         result = dim.check.run(reply, dataclasses.replace(context, expected=talk.expected_at(turn),
                                                           input_text=talk.turns[turn - 1].user))
-        scored.append((result.score, result.reason))
+        scored.append((result.score, noted(reply, result.reason)))
         fixes += [f"turn {turn}: {fix}" for fix in result.fixes]
     score, reason = reduce_turns(dim.per_turn, scored)
     return score, reason, tuple(fixes)

@@ -135,7 +135,7 @@ def cut_of(dim: Dimension, threshold: float) -> float:
 def vote_of(dim: Dimension, answer: Mapping[str, Any], threshold: float) -> Vote:
     """What one answer counts as in a majority and in the agreement."""
     if dim.scale is not None:
-        return int(answer["rating"])
+        return dim.rating_value(answer["rating"])
     if dim.choices:
         return str(answer["label"])
     score = dim.score_of(dict(answer))
@@ -169,7 +169,7 @@ def _most_common(votes: list[Vote], score: Callable[[Vote], float]) -> tuple[Vot
 
 def _raw(dim: Dimension, vote: Vote) -> dict[str, Any]:
     if dim.scale is not None:
-        return {"rating": int(vote)}
+        return {"rating": dim.rating_value(vote)}
     if dim.choices:
         return {"label": str(vote)}
     return {}

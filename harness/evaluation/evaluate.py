@@ -20,10 +20,11 @@ from harness.base import jsonschemas
 from harness.base.clock import utc_now
 from harness.base.conversation import reduce_turns
 from harness.base.errors import ModelUnavailable, ValidationFailed
-from harness.base.models import Dimension, DimensionScore, EvaluatorOutput, Rubric
+from harness.base.models import Dimension, DimensionScore, EvaluatorOutput, Rubric, rating_schema
 from harness.base.requests import JudgeRequest, Subject
 from harness.base.usage import Spend
 from harness.checks import CheckContext
+from harness.checks.transforms import noted
 from harness.evaluation.artifact_items import count_items
 from harness.evaluation.conversation import check_turns
 from harness.evaluation.ensemble import Combined, combine, item_agreement, judges_of, sample_scores
@@ -204,7 +205,7 @@ def judge_schema(rubric: Rubric, dimension_ids: list[str]) -> dict[str, Any]:
 def answer_shape(dim: Dimension) -> tuple[Any, ...]:
     """What the judge answers for ``dim``, as a hashable key of its schema."""
     if dim.scale is not None:
-        return ("rating", *dim.scale)
+        return ("rating", *dim.scale, dim.step)
     if dim.choices:
         return ("label", *dim.choices)
     if dim.binary:
@@ -219,7 +220,7 @@ def _judge_schema(shapes: tuple[tuple[str, tuple[Any, ...]], ...]) -> dict[str, 
     def dimension(shape: tuple[Any, ...]) -> dict[str, Any]:
         kind, *values = shape
         if kind == "rating":
-            answer = {"rating": {"type": "integer", "minimum": values[0], "maximum": values[1]}}
+            answer = {"rating": rating_schema(*values)}
         elif kind == "label":
             answer = {"label": {"enum": values}}
         elif values:
@@ -285,7 +286,8 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
         elif dim.check is not None:
             seen = dim.transform.apply(artifact) if dim.transform is not None else artifact
             result = dim.check.run(seen, context)
-            verdicts[dim.id] = DimensionVerdict(result.score, dim.weight, result.reason, "check", tuple(result.fixes))
+            verdicts[dim.id] = DimensionVerdict(result.score, dim.weight, noted(seen, result.reason), "check",
+                                                tuple(result.fixes))
     judged = [d.id for d in rubric.judged_dimensions]
     decided = _decided_by_checks(verdicts, rubric, threshold)
     if judged and not always_judge and (decided == "pass" or (decided == "fail" and not revision_follows)):

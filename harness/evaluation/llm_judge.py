@@ -12,12 +12,13 @@ from harness.base import slots
 from harness.base.errors import ValidationFailed
 from harness.base.fields import one_line
 from harness.base.models import JudgeStyle, PromptFile, PromptTemplate, Rubric
-from harness.base.requests import JudgeRequest, render_template, rubric_as_text
+from harness.base.requests import JudgeRequest, render_messages, rubric_as_text
 from harness.base.usage import Spend
 from harness.evaluation.ensemble import ask_judges
 from harness.evaluation.evaluate import SCORE_DECIMALS, answer_shape, validation_errors
-from harness.evaluation.runners import RunnerOutput
-from harness.llm import Message, ModelClient
+from harness.evaluation.runners import RunnerOutput, chat_messages
+from harness.evaluation.weighted import TOP_LOGPROBS, weigh_rating
+from harness.llm import Message, ModelClient, ModelReply
 
 REASON_FIRST = ("Before you give any score, reason step by step in plain text about each dimension. "
                 "Do not give the scores yet.")
@@ -28,8 +29,9 @@ class LlmJudge:
     """The evaluator prompt as an LLM judge: structured output validated against EvaluatorOutput.
 
     With a ``template`` the judge's message is the template as written, its slots filled (a published judge
-    prompt); without one, the evaluator prompt, the rubric and the examples are a cached system prefix and the
-    message carries the inputs, the reference answer and the artifact. ``style`` says how the model commits:
+    prompt; a chat template's messages in their roles, its system message the system prompt); without one, the
+    evaluator prompt, the rubric and the examples are a cached system prefix and the message carries the inputs,
+    the reference answer and the artifact. ``style`` says how the model commits:
     at once, after reasoning in free text, or in free text that a pattern reads the verdict from.
 
     When ``client``'s settings carry a judge ensemble (``judge: {models: [...]}``), every judge of it is asked
@@ -92,10 +94,13 @@ class LlmJudge:
                          "set indeterminate: true.")
         return "\n\n".join(parts)
 
-    def _message(self, request: JudgeRequest) -> tuple[str, str | None]:
-        """The user message and the cached system prefix (none for a template: it is the whole prompt)."""
+    def _message(self, request: JudgeRequest) -> tuple[str, str | None, tuple[Message, ...]]:
+        """The user message, the cached system prefix and the messages before the user message. A template is the
+        whole prompt: a text template's one message, or a chat template's system message (the system prompt, sent
+        as the prefix), its messages before the last (a few-shot exchange) and its last user message."""
         if self.template is not None:
-            return render_template(self.template, request), None
+            system, chat = chat_messages(render_messages(self.template, request))
+            return chat[-1].text, system or None, tuple(chat[:-1])
         reference = ("" if request.expected is None else
                      f"\n\n## Reference answer (what a correct answer says)\n{slots.as_text(request.expected)}")
         inputs = f"\n\n## Inputs\n```json\n{json.dumps(request.inputs, default=str)}\n```"
@@ -110,7 +115,7 @@ class LlmJudge:
                        f"{inputs if request.inputs else ''}\n\n## Conversation so far\n"
                        f"{talk.transcript(request.turn, asking=True).rstrip()}{reference}\n\n## Reply to evaluate\n"
                        f"{request.artifact}")
-        return message, self.stable_prefix(request.rubric, list(request.dimensions))
+        return message, self.stable_prefix(request.rubric, list(request.dimensions)), ()
 
     def run(self, request: JudgeRequest) -> RunnerOutput:
         if self.ensemble is None:
@@ -120,20 +125,19 @@ class LlmJudge:
 
     def _judge(self, client: ModelClient, request: JudgeRequest) -> RunnerOutput:
         """One judge's answer to ``request``, from the model of ``client``."""
-        message, prefix = self._message(request)
+        message, prefix, history = self._message(request)
         extra = {"cache_extra": {"sample": request.sample}} if request.sample is not None else {}
         if self.style.verdict is not None:
-            return self._read_verdict(client, request, message, prefix, extra)
+            return self._read_verdict(client, request, message, prefix, extra, history=history)
         spend = Spend()
-        history: tuple[Message, ...] = ()
         reasoning = None
         if self.style.reasoning_first:
             asked = message if self.template is not None else f"{message}\n\n{REASON_FIRST}"
-            reply = client.complete(system="", messages=[Message.user(asked)], cached_system_prefix=prefix,
-                                    **extra)
+            reply = client.complete(system="", messages=[*history, Message.user(asked)],
+                                    cached_system_prefix=prefix, **extra)
             spend.merge(reply.spend)
             reasoning = reply.text
-            history = (Message.user(asked), Message.assistant(reasoning or "(no reasoning)"))
+            history = (*history, Message.user(asked), Message.assistant(reasoning or "(no reasoning)"))
             message = VERDICT_NOW
         result = client.generate_json(system="", prompt=message, schema=request.schema,
                                       tool_name="submit_evaluation", cached_system_prefix=prefix,
@@ -152,18 +156,20 @@ class LlmJudge:
         return RunnerOutput(data=data, spend=spend)
 
     def _read_verdict(self, client: ModelClient, request: JudgeRequest, message: str, prefix: str | None,
-                      extra: dict[str, Any]) -> RunnerOutput:
+                      extra: dict[str, Any], *, history: tuple[Message, ...] = ()) -> RunnerOutput:
         """Free text, the verdict read from it by the pattern; an answer without a readable verdict on the
         dimension's levels is asked for once more, showing the model what was wrong."""
         pattern = self.style.verdict
         assert pattern is not None
-        messages = [Message.user(message)]
+        messages = [*history, Message.user(message)]  # a chat template's messages before its last
         spend = Spend()
         problem = ""
         for _ in (1, 2):
-            reply = client.complete(system="", messages=messages, cached_system_prefix=prefix, **extra)
+            reply = client.complete(system="", messages=messages, cached_system_prefix=prefix, **extra,
+                                    top_logprobs=TOP_LOGPROBS if self.style.weighted else None)
             spend.merge(reply.spend)
-            data, problem = verdict_from_text(reply.text, pattern, request)
+            data, problem = verdict_from_text(reply.text, pattern, request,
+                                              reply=reply if self.style.weighted else None)
             if data is not None:
                 return RunnerOutput(data=data, spend=spend)
             messages += [Message.assistant(reply.text or "(no answer)"),
@@ -175,33 +181,40 @@ class LlmJudge:
                                spend=spend)
 
 
-def verdict_from_text(text: str, pattern: re.Pattern[str], request: JudgeRequest
+def verdict_from_text(text: str, pattern: re.Pattern[str], request: JudgeRequest, *, reply: ModelReply | None = None
                       ) -> tuple[dict[str, Any] | None, str]:
     """The EvaluatorOutput a free-text answer gives: for each judged dimension, the last match of its group
-    (a named group per dimension, or the one group for the one dimension), on the dimension's scale. None and
-    what is wrong when it gives none."""
+    (a named group per dimension, or the one group for the one dimension), on the dimension's scale (a whole number,
+    or with a ``step`` a rating on it). None and what is wrong when it gives none. With ``reply`` (``score:
+    weighted``), a rating is weighted by the probabilities of the ratings at its token where the reply has them
+    (harness.evaluation.weighted)."""
     dims = [d for d in request.rubric.dimensions if d.id in request.dimensions]
     matches = list(pattern.finditer(text or ""))
     if not matches:
         return None, f"the answer has no verdict matching /{pattern.pattern}/"
-    found: dict[str, str] = {}
+    found: dict[str, tuple[str, int]] = {}  # each dimension's verdict, and where in the text it starts
     for match in matches:
         groups = match.groupdict() if pattern.groupindex else {dims[0].id: match.group(1)}
         for name, value in groups.items():
             if value is not None:
-                found[name] = value.strip()
+                at = match.start(name if pattern.groupindex else 1) + len(value) - len(value.lstrip())
+                found[name] = (value.strip(), at)
     answers: dict[str, Any] = {}
     for dim in dims:
         if dim.id not in found:
             return None, f"the answer gives no verdict for {dim.id} (the pattern's group {dim.id!r})"
-        value = found[dim.id]
+        value, at = found[dim.id]
         # the reason: what the model wrote before its first verdict (a chain of thought may repeat the verdict)
         reason = one_line(text[:matches[0].start()].strip(), 300) or f"verdict {value}"
         answer: dict[str, Any] = {"reason": reason, "weight": dim.weight}
         if dim.scale is not None:
-            if not re.fullmatch(r"[+-]?\d+", value) or not dim.scale[0] <= int(value) <= dim.scale[1]:
-                return None, f"{value!r} is not a whole-number rating from {dim.scale[0]} to {dim.scale[1]}"
-            answer["rating"] = int(value)
+            rating = dim.rating_from_text(value)
+            if rating is None:
+                return None, f"{value!r} is not {dim.rating_words}"
+            answer["rating"] = rating
+            if reply is not None:
+                answer["weighted"], note = weigh_rating(dim, value, at, reply)
+                answer["reason"] += note
         elif dim.choices:
             if value not in dim.choices:
                 return None, f"{value!r} is not one of {', '.join(dim.choices)}"

@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.base import exit_codes, slots
+from harness.base import exit_codes
 from harness.base.conversation import ChatMessage
 from harness.base.errors import AgentRunError, ExitCode, ValidationFailed
 from harness.base.models import AgentConfig, PromptTemplate, RunnerSpec
 from harness.base.redaction import child_environment
-from harness.base.requests import AgentRequest, JudgeRequest, render_template
+from harness.base.requests import AgentRequest, JudgeRequest, render_messages
 from harness.base.usage import Spend
 from harness.checks import import_callable
 from harness.llm import Message, ModelClient
@@ -308,31 +308,37 @@ class PromptRunner:
 
 
 class TemplateRunner:
-    """An LLM producer or reviser whose prompt is a template used as written: the filled template is the whole
-    message (promptfoo's prompts, a published task prompt), and the answer is the artifact."""
+    """An LLM producer or reviser whose prompt is a template used as written (promptfoo's prompts, a published task
+    prompt), and the answer is the artifact. A text template filled is the whole message; a chat template's
+    messages are sent in their roles, its system message as the system prompt."""
 
     def __init__(self, template: PromptTemplate, client: ModelClient):
         self.template = template
         self.client = client
 
     def run(self, request: AgentRequest) -> RunnerOutput:
-        if request.messages:  # a conversation's turn: each user message is the template filled with it as {input}
-            template = self.template
-
-            def filled(text: str) -> str:
-                return slots.render_text(template.text, lambda name: text if template.slot_for(name) == "input"
-                                         else request.slot(template.slot_for(name)))
-
-            system, chat = chat_messages(request.messages, filled)
+        own = render_messages(self.template, request)
+        if not request.messages:
+            system, chat = chat_messages(own)
             reply = self.client.complete(system=system, messages=chat, batch=False)
             return RunnerOutput(text=reply.text, spend=reply.spend)
-        reply = self.client.complete(messages=[Message.user(render_template(self.template, request))], batch=False)
+        # a conversation's turn: the template's system message and its messages before its last (a few-shot
+        # exchange), then the conversation, each user turn filled into the template's last message as {input}
+        template = self.template
+
+        def filled(text: str) -> str:
+            return render_messages(template, request, input_text=text)[-1].content
+
+        own_system, preamble = chat_messages(own[:-1])
+        system, chat = chat_messages(request.messages, filled)
+        reply = self.client.complete(system="\n\n".join(filter(None, [own_system, system])),
+                                     messages=[*preamble, *chat], batch=False)
         return RunnerOutput(text=reply.text, spend=reply.spend)
 
 
 def chat_messages(messages: tuple[ChatMessage, ...], user: Callable[[str], str] = str) -> tuple[str, list[Message]]:
-    """A conversation's system prompt, and its other messages as a model's chat messages (each user message's text
-    through ``user``): user and assistant alternating, as they were said."""
+    """A conversation's (or a filled chat template's) system prompt, and its other messages as a model's chat
+    messages (each user message's text through ``user``), in the order they were said."""
     system = "\n\n".join(message.content for message in messages if message.role == "system")
     return system, [Message.user(user(message.content)) if message.role == "user"
                     else Message.assistant(message.content) for message in messages if message.role != "system"]

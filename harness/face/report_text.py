@@ -17,9 +17,11 @@ from harness.base.usage import shown_cost
 from harness.evaluation.comparison import GridEntry, PairwiseTable, pair_entry, pairwise_tables, variant_grids
 from harness.evaluation.ensemble import agreement_lines
 from harness.evaluation.items.result import ItemResult, item_title
+from harness.evaluation.judge_program import PROGRAM_MARK
 from harness.evaluation.steps import LoopResult
 
 REASON_WIDTH = 90
+PROGRAM_LINES = 40  # the lines of a judge program's steps a failure report shows
 
 #: pytest's words, in the order of its summary line, and how each counts in a pass rate (None: left out)
 VERDICTS = ("failed", "passed", "skipped", "xfailed", "xpassed")
@@ -65,6 +67,11 @@ def failure_table(result: LoopResult, agent: str, case: str, threshold: float, v
         overall = _score(low) if low == high else f"{low:.2f}..{high:.2f}"
         lines.append(f"  {'overall':<{width}}  {overall:>5}          threshold {threshold:.2f} "
                      "(recomputed from the rubric's weights)")
+        steps = (evaluation.reasoning or "").splitlines()
+        if steps and steps[0].startswith(PROGRAM_MARK):  # a judge program's every step: its answer and why
+            lines += [f"  {line}" for line in steps[:PROGRAM_LINES]]
+            if len(steps) > PROGRAM_LINES:
+                lines.append(f"  ... {len(steps) - PROGRAM_LINES} more lines in the attempt's eval.json")
         if evaluation.suggested_fixes:
             lines.append("  suggested fixes:")
             lines.extend(f"    - {fix}" for fix in evaluation.suggested_fixes)

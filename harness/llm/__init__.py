@@ -16,10 +16,19 @@ from harness.base.usage import Usage
 from harness.llm.client import ModelClient, extract_json_object
 from harness.llm.policy import CallPolicy, CallStats, CostCapReached
 from harness.llm.prices import PRICES_PER_MTOK, Price, known_price, load_price_table, missing_price_line, price_usd
-from harness.llm.types import GenerationResult, Message, ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec
+from harness.llm.types import (
+    GenerationResult,
+    Message,
+    ModelReply,
+    ModelRequest,
+    TokenLogprob,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+)
 
 __all__ = [
     "PRICES_PER_MTOK", "CallPolicy", "CallStats", "CostCapReached", "GenerationResult", "Message", "ModelClient",
-    "ModelReply", "ModelRequest", "ModelSettings", "Price", "ToolCall", "ToolResult", "ToolSpec", "Usage",
-    "extract_json_object", "known_price", "load_price_table", "missing_price_line", "price_usd",
+    "ModelReply", "ModelRequest", "ModelSettings", "Price", "TokenLogprob", "ToolCall", "ToolResult", "ToolSpec",
+    "Usage", "extract_json_object", "known_price", "load_price_table", "missing_price_line", "price_usd",
 ]

@@ -25,7 +25,16 @@ from harness.base.usage import Usage, add_costs
 from harness.llm.cache import cache_key
 from harness.llm.policy import CallPolicy
 from harness.llm.providers import Provider, UnknownProvider, make_provider, provider_failure
-from harness.llm.types import GenerationResult, Message, ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec
+from harness.llm.types import (
+    GenerationResult,
+    Message,
+    ModelReply,
+    ModelRequest,
+    TokenLogprob,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+)
 
 _CACHE_KEY_VERSION = 2  # 2: provider-neutral requests, keyed by provider and base URL
 
@@ -71,6 +80,11 @@ class ModelClient:
         the setting is then recorded, and the model samples at its own default)."""
         return self.provider.sends_temperature(self.settings.name)
 
+    def sends(self, setting: str) -> bool:
+        """Whether calls carry a generation setting (``temperature``, ``top_p``, ``stop``, ``seed``, ``logprobs``)
+        where it is set: a setting the provider's API rejects is recorded and keyed, not sent."""
+        return self.provider.sends(setting, self.settings.name)
+
     @property
     def available(self) -> bool:
         """True when a call can be made (e.g. an API key is set); nothing is checked over the network."""
@@ -113,6 +127,7 @@ class ModelClient:
         cache_extra: Mapping[str, Any] | None = None,
         batch: bool | None = None,
         parallel_tools: bool = True,
+        top_logprobs: int | None = None,
     ) -> ModelReply:
         """Send one request; raise ModelUnavailable / ModelCallError, never an SDK error.
 
@@ -125,6 +140,10 @@ class ModelClient:
         (JSON-able) goes into the cache key only, e.g. ``{"sample": 2}`` so K judge samples are K answers.
         With a batcher in the policy, a provider that supports batches sends the request in one (half price)
         unless ``batch=False``; the call blocks until its answer is back either way.
+
+        The settings' ``top_p``, ``stop`` and ``seed`` go with every request. ``top_logprobs`` asks for the log
+        probabilities of that many likeliest tokens at each place of the answer (``reply.logprobs``; None where the
+        provider returns none).
         """
         started = time.perf_counter()
         settings = self.settings
@@ -132,7 +151,8 @@ class ModelClient:
             model=settings.name, system=system, messages=tuple(messages), tools=tuple(tools),
             tool_choice=tool_choice, output_schema=output_schema, output_name=output_name,
             cached_system_prefix=cached_system_prefix, max_tokens=settings.max_tokens,
-            temperature=settings.temperature, parallel_tools=parallel_tools,
+            temperature=settings.temperature, parallel_tools=parallel_tools, top_p=settings.top_p,
+            stop=settings.stop, seed=settings.seed, top_logprobs=top_logprobs,
         )
         policy = self.policy
         read, write, overwrite = policy.cache_access(settings.temperature)
@@ -267,6 +287,8 @@ def _reply_to_cache(reply: ModelReply) -> dict[str, Any]:
         "usage": reply.usage.as_dict(),
         "model": reply.model,
         "stop_reason": reply.stop_reason,
+        **({"logprobs": [[t.token, t.logprob, [list(alt) for alt in t.top]] for t in reply.logprobs]}
+           if reply.logprobs is not None else {}),
     }
 
 
@@ -276,8 +298,12 @@ def _reply_from_cache(entry: Mapping[str, Any] | None) -> ModelReply | None:
         return None
     try:
         calls = tuple(ToolCall(str(c["id"]), str(c["name"]), dict(c["input"])) for c in entry.get("tool_calls") or [])
+        logprobs = None if entry.get("logprobs") is None else tuple(
+            TokenLogprob(str(token), float(logprob), tuple((str(alt), float(p)) for alt, p in top))
+            for token, logprob, top in entry["logprobs"])
         return ModelReply(text=str(entry["text"]), tool_calls=calls, usage=Usage.from_dict(entry.get("usage")),
-                          model=str(entry["model"]), stop_reason=entry.get("stop_reason"), cached=True)
+                          model=str(entry["model"]), stop_reason=entry.get("stop_reason"), cached=True,
+                          logprobs=logprobs)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
 

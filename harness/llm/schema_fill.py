@@ -77,6 +77,10 @@ def _on_the_dimensions_scale(root: Mapping[str, Any], fields: Mapping[str, Any],
     nearest of a score's allowed levels, or a ``label`` (the first: the schema does not say what labels are
     worth)."""
     rating = _resolve(root, fields.get("rating") or {})
+    if rating.get("enum"):  # a stepped scale: the nearest of its ratings
+        ratings = rating["enum"]
+        target = min(ratings) + score * (max(ratings) - min(ratings))
+        return {"rating": min(ratings, key=lambda value: abs(value - target))}
     if "minimum" in rating and "maximum" in rating:
         low, high = int(rating["minimum"]), int(rating["maximum"])
         return {"rating": low + round(score * (high - low))}

@@ -79,16 +79,25 @@ class ModelRequest:
     max_tokens: int = 4096
     temperature: float = 0.0
     parallel_tools: bool = True
+    top_p: float | None = None  # nucleus sampling, where the provider takes it
+    stop: tuple[str, ...] = ()  # sequences that end the answer (not included in it)
+    seed: int | None = None  # a sampling seed, where the provider takes it
+    top_logprobs: int | None = None  # the log probabilities of this many likeliest tokens at each position
 
     def cache_payload(self) -> dict[str, Any]:
-        """Everything that decides the answer, as JSON-able data (the response cache's key)."""
-        return {
+        """Everything that decides the answer, as JSON-able data (the response cache's key). The generation
+        settings are in it only when set, so the keys of answers made before they existed stay the same."""
+        payload = {
             "model": self.model, "system": self.system, "prefix": self.cached_system_prefix,
             "messages": [_message_payload(m) for m in self.messages],
             "tools": [{"name": t.name, "description": t.description, "schema": t.schema} for t in self.tools],
             "tool_choice": self.tool_choice, "output_schema": self.output_schema, "max_tokens": self.max_tokens,
             "parallel_tools": self.parallel_tools,
         }
+        generation = {"top_p": self.top_p, "stop": list(self.stop) or None, "seed": self.seed,
+                      "top_logprobs": self.top_logprobs}
+        payload.update({key: value for key, value in generation.items() if value is not None})
+        return payload
 
 
 def _message_payload(message: Message) -> dict[str, Any]:
@@ -98,13 +107,25 @@ def _message_payload(message: Message) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class TokenLogprob:
+    """One token of an answer's text, its log probability, and the likeliest tokens at its place (``top``: each
+    ``(token, log probability)``, the likeliest first)."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
 class ModelReply:
     """One model answer.
 
     ``model`` is the model that answered, as records name it (``provider/name``; a bare name for Anthropic).
     ``usage`` is what the answer took. ``cost_usd`` is what it cost this time: the price of ``usage`` (at the
     batch discount when ``batched``), 0 when it came from the response cache (``cached``), None when the model
-    has no price.
+    has no price. ``logprobs`` are the tokens of ``text`` with their log probabilities, when the request asked for
+    them (``top_logprobs``) and the provider returned them; None otherwise (Anthropic, the mock, a server that
+    ignores the parameter).
     """
 
     text: str
@@ -115,6 +136,7 @@ class ModelReply:
     cached: bool = False
     batched: bool = False
     cost_usd: float | None = 0.0
+    logprobs: tuple[TokenLogprob, ...] | None = None
 
     @property
     def tool_call(self) -> ToolCall | None:

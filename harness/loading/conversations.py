@@ -91,9 +91,12 @@ def conversation_problem(case: Case, rubric: Rubric, agent: AgentConfig) -> tupl
     A producer template must place each user turn (``{input}``), or every turn would send the same text; a
     ``per_turn`` dimension whose check uses ``{expected}`` needs a reference reply after every user turn."""
     producer = agent.templates.get("producer")
-    if producer is not None and not any(producer.slot_for(name) == "input" for name in slots.slots_in(producer.text)):
-        return (f"the producer template {producer.path.name} has no {{input}} slot, so it cannot send each user turn",
-                "put {input} (the user turn being answered) in the template, or use a prompt producer (.md)")
+    if producer is not None and not any(producer.slot_for(name) == "input"
+                                        for name in slots.slots_in(producer.turn_text)):
+        where = "its last message" if producer.messages else "the template"
+        return (f"the producer template {producer.path.name} has no {{input}} slot"
+                + (" in its last message" if producer.messages else "") + ", so it cannot send each user turn",
+                f"put {{input}} (the user turn being answered) in {where}, or use a prompt producer (.md)")
     for dim in rubric.dimensions:
         if dim.per_turn and dim.check is not None and "expected" in check_slots(dim.check):
             bare = [str(number) for number, turn in enumerate(case.turns, 1) if turn.expected is None]

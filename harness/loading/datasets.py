@@ -28,6 +28,10 @@ and ``shuffle`` a ``file`` is read twice, once to count its rows and once to kee
 are held); a Hugging Face dataset knows its length and reads only the rows chosen. A bad row is one error
 naming the file (or the hf dataset), the row and the column; so is a row of a JSONL or CSV file over
 :data:`MAX_ROW_SIZE`, found before it is read whole, a NUL character in a CSV file, and a dataset with no rows.
+
+``filter``, ``join``, ``extract`` and ``fewshot`` shape the rows (harness/loading/dataset_shaping.py): rows kept
+by conditions, columns joined from another file by a key, columns extracted by a pattern, a few-shot block.
+``sample`` and ``limit`` choose among the rows the filter keeps.
 """
 
 from __future__ import annotations
@@ -38,18 +42,19 @@ import json
 import random
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from harness.base import slots
 from harness.base.errors import HarnessConfigError
 from harness.base.fields import Fields, Section, one_line
 from harness.base.yamlfile import read_text
+from harness.loading.dataset_shaping import SHAPING_KEYS, Opened, Reader, Shaping, Source, template_problems
 from harness.loading.inputs import input_path, inside
 
 SOURCES = ("file", "hf")
 HF_KEYS = ("split", "config", "revision")
 TEMPLATE_KEYS = ("id", "inputs", "expected", "messages", "criteria", "checks")
-DATASET_KEYS = (*SOURCES, *HF_KEYS, *TEMPLATE_KEYS, "limit", "sample", "seed", "shuffle")
+DATASET_KEYS = (*SOURCES, *HF_KEYS, *TEMPLATE_KEYS, "limit", "sample", "seed", "shuffle", *SHAPING_KEYS)
 CASE_FILLED = ("criteria", "checks")  # templates whose case slots a row lacks stay for the case to fill
 DATASET_SUFFIXES = (".jsonl", ".csv", ".json")
 # JSON Lines and CSV are streamed a row at a time, and no row is read past this size (bytes; characters in a
@@ -60,16 +65,6 @@ MAX_ROW_SIZE = 16 * 1024 * 1024
 JSON_DATASET_LIMIT = 64 * 1024 * 1024
 HF_BATCH = 1000  # rows of a Hugging Face dataset converted from Arrow at a time
 HF_INSTALL = "pip install 'pytest-rubric[datasets]'"
-
-
-class Source(NamedTuple):
-    """Where rows come from, as a bad row's error names it: ``path: {prefix}row N: ...``."""
-
-    path: Path
-    prefix: str = ""
-
-    def row(self, number: int) -> str:
-        return f"{self.prefix}row {number}"
 
 
 def dataset_rows(raw: Any, fields: Fields, base: Path, roots: Sequence[Path]) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -88,27 +83,62 @@ def dataset_rows(raw: Any, fields: Fields, base: Path, roots: Sequence[Path]) ->
     seed = spec.integer("seed", 0, low=0)
     shuffle = spec.boolean("shuffle", False)
     templates = _templates(spec)
-    if "hf" in spec:
-        source, rows = _hf_rows(spec, base, roots, limit, sample, seed, shuffle)
-    else:
+    if "hf" not in spec:
         for key in HF_KEYS:
             if key in spec:
                 raise spec.error(key, "is only for a Hugging Face dataset (hf:)", f"remove {key}")
-        path = input_path(spec.raw["file"], base, fields.nested("file"), roots)
-        if path.suffix not in DATASET_SUFFIXES:
-            raise spec.error("file", f"{path.name} is not a dataset file", "use a .jsonl, .csv or .json file")
-        source, rows = Source(path), _read_rows(path)
+    shaping = Shaping(spec, _reader(spec, base, roots), seed)
+    if "hf" in spec:
+        source, rows = _hf_rows(spec, base, roots, limit, sample, seed, shuffle, shaping)
+    else:
+        path = _data_file(spec, base, roots)
+        source = Source(path)
+        rows = shaping.rows(_read_rows(path), source)
         if sample is not None or shuffle:  # a first pass counts the rows; the second keeps the chosen ones only
-            rows = _chosen(_read_rows(path), _order(sum(1 for _ in rows), sample, seed, shuffle))
+            rows = _chosen(shaping.rows(_read_rows(path), source), _order(sum(1 for _ in rows), sample, seed, shuffle))
     count = 0
     for number, row in itertools.islice(rows, limit):  # limit: no row after the last one kept is read
         count += 1
+        row = shaping.finish(row, number, source)
         yield number, {key: _fill(template, row, source, number, key, keep_case_slots=key in CASE_FILLED)
                        for key, template in templates.items()}
     if count == 0:
         where = source.prefix.rstrip(", ") or None
+        why = shaping.nothing_kept()
+        if why is not None:
+            raise spec.error(why[0], f"{why[1]}, so the dataset gives no cases",
+                             "check the column names and values against the data")
         raise HarnessConfigError(source.path, where, "the dataset has no rows, so it gives no cases",
                                  "add rows to the dataset, or point dataset: at the file that has them")
+
+
+def _data_file(spec: Section, base: Path, roots: Sequence[Path]) -> Path:
+    """The data file ``file:`` names in ``spec``: a .jsonl, .csv or .json file inside the project."""
+    path = input_path(spec.raw["file"], base, spec.fields.nested("file"), roots)
+    if path.suffix not in DATASET_SUFFIXES:
+        raise spec.error("file", f"{path.name} is not a dataset file", "use a .jsonl, .csv or .json file")
+    return path
+
+
+def _reader(dataset: Section, base: Path, roots: Sequence[Path]) -> Reader:
+    """Opens what a ``join:`` or ``fewshot:`` names: its ``file:``, or (few-shot) ``split:``, another split of
+    the dataset's own Hugging Face dataset."""
+
+    def read(spec: Section) -> Opened:
+        if "file" in spec:
+            path = _data_file(spec, base, roots)
+            same = "file" in dataset and path == _data_file(dataset, base, roots)
+            return Opened(Source(path), _read_rows(path), same)
+        if "hf" not in dataset:
+            raise spec.error("split", "is a split of a Hugging Face dataset, and this dataset is a file",
+                             "give the examples' file with `file:`")
+        split = spec.text("split")
+        name, local, table = _hf_table(dataset, base, roots, split, spec)
+        where = f"{spec.fields.field}.split {split} of {name}, "
+        source = Source(local) if local is not None else Source(dataset.fields.path, where)
+        return Opened(source, _arrow_rows(table, range(len(table))), split == dataset.text("split"))
+
+    return read
 
 
 def _chosen(rows: Iterator[tuple[int, dict[str, Any]]],
@@ -139,6 +169,8 @@ def _templates(spec: Section) -> dict[str, Any]:
     for key in ("expected", "messages", *CASE_FILLED):
         if key in spec:
             templates[key] = spec.raw[key]
+    for key, template in templates.items():
+        template_problems(template, spec.fields, key)  # a filter we do not have: refused before any row is read
     return templates
 
 
@@ -162,7 +194,7 @@ def _fill(template: Any, row: dict[str, Any], source: Source, number: int, key: 
             return slots.value_at_name(row, name)
         except KeyError:
             if keep_case_slots and (name in slots.CASE_SLOTS or name.startswith("inputs.")):
-                return f"{{{name}}}"
+                return slots.KEEP  # the slot as written, filters and all, for the case to fill
             raise
 
     try:
@@ -172,33 +204,46 @@ def _fill(template: Any, row: dict[str, Any], source: Source, number: int, key: 
         raise HarnessConfigError(source.path, source.row(number), f"no column {exc.args[0]!r} for dataset.{key}",
                                  f"give every row a {exc.args[0]!r} column, or change the template (columns: {known})"
                                  ) from None
+    except slots.SlotFilterError as exc:
+        raise source.error(number, f"dataset.{key}: {exc}", "fix the row's value, or the slot's filter") from None
 
 
 # --- Hugging Face datasets ---------------------------------------------------------------------------
 
 
 def _hf_rows(spec: Section, base: Path, roots: Sequence[Path], limit: int | None, sample: int | None, seed: int,
-             shuffle: bool) -> tuple[Source, Iterator[tuple[int, dict[str, Any]]]]:
+             shuffle: bool, shaping: Shaping) -> tuple[Source, Iterator[tuple[int, dict[str, Any]]]]:
     """The split ``hf:`` names, and its chosen rows read lazily, a batch at a time."""
-    name = spec.fields.string(spec.raw["hf"], "hf")
     if "split" not in spec:
         raise spec.error("split", "missing: a Hugging Face dataset is read one split at a time",
                          "add `split: test` (or validation, train: the split to evaluate on)")
     split = spec.text("split")
+    name, local, table = _hf_table(spec, base, roots, split, spec)
+    source = Source(local, "") if local is not None else Source(spec.fields.path, f"dataset.hf {name} ({split}), ")
+    order: Sequence[int] = range(len(table))
+    if shaping.selects:  # the rows kept are known by reading them: a first pass finds them
+        if sample is None and not shuffle:
+            return source, shaping.rows(_arrow_rows(table, order), source)
+        order = [number - 1 for number, _ in shaping.rows(_arrow_rows(table, order), source)]
+    if sample is not None or shuffle:
+        order = [order[index] for index in _order(len(order), sample, seed, shuffle)]
+    if limit is not None:
+        order = order[:limit]
+    return source, shaping.rows(_arrow_rows(table, order), source)
+
+
+def _hf_table(spec: Section, base: Path, roots: Sequence[Path], split: str | None,
+              place: Section) -> tuple[str, Path | None, Any]:
+    """The name, local folder (None: the hub) and ``datasets.Dataset`` of one split of ``spec``'s ``hf:``;
+    ``place`` is the section that named the split, for errors about it."""
+    name = spec.fields.string(spec.raw["hf"], "hf")
     try:
         import datasets
     except ImportError:
         raise spec.error("hf", "reading a Hugging Face dataset needs the datasets package, which is not installed",
                          HF_INSTALL) from None
     local = _local_folder(name, base, spec.fields.nested("hf"), roots)
-    table = _load_split(datasets, spec, name, local, split)
-    order: Sequence[int] = range(len(table))
-    if sample is not None or shuffle:
-        order = _order(len(table), sample, seed, shuffle)
-    if limit is not None:
-        order = order[:limit]
-    source = Source(local, "") if local is not None else Source(spec.fields.path, f"dataset.hf {name} ({split}), ")
-    return source, _arrow_rows(table, order)
+    return name, local, _load_split(datasets, spec, name, local, split, place)
 
 
 def _local_folder(name: str, base: Path, place: Fields, roots: Sequence[Path]) -> Path | None:
@@ -216,8 +261,9 @@ def _local_folder(name: str, base: Path, place: Fields, roots: Sequence[Path]) -
     return target.resolve()
 
 
-def _load_split(datasets: Any, spec: Section, name: str, local: Path | None, split: str | None) -> Any:
-    """The ``datasets.Dataset`` of one split: memory-mapped Arrow, its rows not read yet."""
+def _load_split(datasets: Any, spec: Section, name: str, local: Path | None, split: str | None,
+                place: Section) -> Any:
+    """The ``datasets.Dataset`` of one split (``place`` named it): memory-mapped Arrow, its rows not read yet."""
     config, revision = spec.text("config"), spec.text("revision")
     saved = local is not None and any((local / marker).is_file() for marker in ("state.json", "dataset_dict.json"))
     try:
@@ -230,7 +276,7 @@ def _load_split(datasets: Any, spec: Section, name: str, local: Path | None, spl
         if not isinstance(loaded, datasets.DatasetDict):
             return loaded  # one split saved alone
         if split not in loaded:
-            raise spec.error("split", f"{name} has no split {split!r}", f"use one of: {', '.join(loaded)}")
+            raise place.error("split", f"{name} has no split {split!r}", f"use one of: {', '.join(loaded)}")
         return loaded[split]
     except HarnessConfigError:
         raise

@@ -3,8 +3,8 @@ shown two outputs and says which is better, asked twice with the positions swapp
 
 A side is a variant of the file's agent (or another agent) whose output the item makes itself, as the variant's
 own item would on its first attempt, or, with ``cycle:``, the final output that side's item recorded in that cycle.
-The judge's prompt is MT-bench's pair-v2 unless the file gives a template of its own (AlpacaEval's, say), with
-a pattern that reads its verdict and what each verdict means.
+The judge's prompt is the library's graders/mt-bench-pair (MT-bench's pairwise judge, in our words) unless the file
+gives a template of its own (AlpacaEval's, say), with a pattern that reads its verdict and what each verdict means.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from harness.base.fields import Fields, Section, shown
 from harness.base.models import AgentConfig, Case, ModelSettings, SuiteConfig
 from harness.base.slots import case_value, missing_case_slots, render_text, slots_in
 from harness.base.yamlfile import load_yaml, read_text
+from harness.loading.library import is_library_name, pair_judge
 from harness.loading.suites import model_name
 
 PAIRWISE_SUFFIXES = (".pairwise.yaml", ".pairwise.yml")
@@ -31,21 +32,7 @@ SIDE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+@-]*$")  # no space: an item's
 
 Preference = Literal["a", "b", "tie"]
 
-# MT-bench's pair-v2 judge (github.com/lm-sys/FastChat, fastchat/llm_judge/data/judge_prompts.jsonl, Apache-2.0),
-# the system prompt and the user template as published; its {question}, {answer_a} and {answer_b} are our slots.
-MT_BENCH_PAIR_SYSTEM = (
-    "Please act as an impartial judge and evaluate the quality of the responses provided by two AI assistants to "
-    "the user question displayed below. You should choose the assistant that follows the user's instructions and "
-    "answers the user's question better. Your evaluation should consider factors such as the helpfulness, "
-    "relevance, accuracy, depth, creativity, and level of detail of their responses. Begin your evaluation by "
-    "comparing the two responses and provide a short explanation. Avoid any position biases and ensure that the "
-    "order in which the responses were presented does not influence your decision. Do not allow the length of the "
-    "responses to influence your evaluation. Do not favor certain names of the assistants. Be as objective as "
-    "possible. After providing your explanation, output your final verdict by strictly following this format: "
-    "\"[[A]]\" if assistant A is better, \"[[B]]\" if assistant B is better, and \"[[C]]\" for a tie.")
-MT_BENCH_PAIR_TEMPLATE = (
-    "[User Question]\n{input}\n\n[The Start of Assistant A's Answer]\n{output_a}\n[The End of Assistant A's Answer]"
-    "\n\n[The Start of Assistant B's Answer]\n{output_b}\n[The End of Assistant B's Answer]")
+DEFAULT_JUDGE = "graders/mt-bench-pair"  # MT-bench's pairwise judge, in our words (docs/graders.md)
 MT_BENCH_VERDICT = r"\[\[(A|B|C)\]\]"
 MT_BENCH_VERDICTS: dict[str, Preference] = {"A": "a", "B": "b", "C": "tie"}
 
@@ -74,7 +61,7 @@ class PairJudge:
     verdict: re.Pattern[str]
     verdicts: Mapping[str, Preference]  # what each verdict the pattern reads means: the first output, the second, tie
     swap: bool = True
-    source: str = "MT-bench pair-v2"  # the prompt's origin, as reports name it
+    source: str = DEFAULT_JUDGE  # the prompt's origin, as reports name it
 
 
 @dataclass(frozen=True)
@@ -164,20 +151,27 @@ def _judge(judge: Section, roots: Sequence[Path]) -> PairJudge:
         if "verdict" in judge or "verdicts" in judge or "system" in judge:
             raise judge.error("verdict" if "verdict" in judge else "verdicts" if "verdicts" in judge else "system",
                               "reads the verdict of a template of your own, but there is no `template:`",
-                              "add `template:`, or remove it to use MT-bench's pair-v2 prompt")
-        return PairJudge(settings, MT_BENCH_PAIR_SYSTEM, MT_BENCH_PAIR_TEMPLATE, re.compile(MT_BENCH_VERDICT),
-                         MT_BENCH_VERDICTS, judge.boolean("swap", True))
-    template = _text_file(judge, "template", roots)
+                              f"add `template:`, or remove it to use the library's {DEFAULT_JUDGE}")
+    named = judge.raw.get("template", DEFAULT_JUDGE)
+    prompt = judge  # where the prompt's files, its verdict and their meaning are: here, or a judge of the library
+    if is_library_name(named):  # `template: graders/mt-bench-pair` (docs/graders.md)
+        given = next((key for key in ("system", "verdict", "verdicts") if key in judge), None)
+        if given is not None:
+            raise judge.error(given, f"comes with the library's judge {named}", "remove it; to change the judge, "
+                              "copy its files from harness/loading/graders/judges/ into your project")
+        prompt = pair_judge(named, judge.fields, "template")
+        roots = prompt.fields.roots
+    template = _text_file(prompt, "template", roots)
     used = slots_in(template)  # besides these, a case's inputs by name: checked against each case at collection
     for needed in ("output_a", "output_b"):
         if needed not in used:
-            raise judge.error("template", f"never shows {{{needed}}}", "a pairwise judge must see both outputs")
-    pattern = judge.fields.regex(judge.raw.get("verdict", MT_BENCH_VERDICT), "verdict")
+            raise prompt.error("template", f"never shows {{{needed}}}", "a pairwise judge must see both outputs")
+    pattern = prompt.fields.regex(prompt.raw.get("verdict", MT_BENCH_VERDICT), "verdict")
     if pattern.groups < 1:
-        raise judge.error("verdict", "has no group to read the verdict from", "write e.g. '\\[\\[(A|B|C)\\]\\]'")
-    verdicts = _verdicts(judge)
-    return PairJudge(settings, _text_file(judge, "system", roots) if "system" in judge else "", template, pattern,
-                     verdicts, judge.boolean("swap", True), source=str(judge.raw["template"]))
+        raise prompt.error("verdict", "has no group to read the verdict from", "write e.g. '\\[\\[(A|B|C)\\]\\]'")
+    verdicts = _verdicts(prompt)
+    return PairJudge(settings, _text_file(prompt, "system", roots) if "system" in prompt else "", template, pattern,
+                     verdicts, judge.boolean("swap", True), source=str(named))
 
 
 def _verdicts(judge: Section) -> dict[str, Preference]:

@@ -10,11 +10,15 @@ a case that cannot is one error naming the file, the case and the slot, before a
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from harness.base import slots
 from harness.base.errors import HarnessConfigError
 from harness.base.models import AgentConfig, Case, Dimension, Rubric
 from harness.checks.base import check_slots
 from harness.loading.conversations import conversation_problem, user_text
+from harness.loading.judge_programs import JudgeProgram, case_slots
+from harness.loading.library import in_library
 
 # The slots a template fills without the case: the artifact (a conversation's transcript), the judged dimensions,
 # a reviser's feedback.
@@ -32,9 +36,13 @@ def rubric_text_slots(rubric: Rubric) -> list[str]:
 class CaseFit:
     """What an agent's cases must be able to fill, worked out once per agent and checked for each case."""
 
-    def __init__(self, agent: AgentConfig, rubric: Rubric):
+    def __init__(self, agent: AgentConfig, rubric: Rubric, program: JudgeProgram | None = None):
         self.agent = agent
         self.rubric = rubric
+        # an evaluator that is a judge program: the case slots its steps use (its inputs, {expected})
+        self.program_slots = {} if program is None else {
+            name: f"{_judge_of(program.path, f'the judge program {program.name}')} (step {step})"
+            for name, step in case_slots(program).items()}
         self.text_slots = rubric_text_slots(rubric)
         self.check_slots = {name: dim.id for dim in rubric.dimensions if dim.check is not None
                             for name in check_slots(dim.check)}
@@ -64,13 +72,14 @@ class CaseFit:
         checks = self.check_slots if rubric is self.rubric else {
             name: dim.id for dim in rubric.dimensions if dim.check is not None for name in check_slots(dim.check)}
         wanted += [(name, f"the check of dimension {dim_id}") for name, dim_id in checks.items()]
-        wanted += [(ours, f"the {role} template {self.agent.templates[role].path.name}"
+        wanted += [(ours, _judge_of(path := self.agent.templates[role].path, f"the {role} template {path.name}")
                     + (f" (slot {{{name}}})" if ours != name else ""))
                    for (role, name), ours in self.template_slots.items()]
+        wanted += list(self.program_slots.items())
         for name, user in wanted:
             if slots.missing_case_slots([name], case.inputs, case.expected):
                 raise _case_error(case, f"{user} uses {{{name}}}, which this case cannot fill ({_has(case)})",
-                                  _fill_fix(name))
+                                  _fill_fix(name, mappable=" template " in user))
         verdict = self.agent.judge_style.verdict
         judged = [d.id for d in rubric.judged_dimensions]
         if verdict is not None and judged:
@@ -83,6 +92,13 @@ class CaseFit:
             elif len(judged) > 1:
                 raise _case_error(case, f"the verdict pattern's one group cannot give {len(judged)} judged "
                                   f"dimensions ({', '.join(judged)})", "name a group per dimension: (?P<id>...)")
+        evaluator = self.agent.evaluator
+        if (self.agent.judge_style.weighted and judged and evaluator is not None
+                and not any(d.scale is not None for d in rubric.judged_dimensions)):
+            raise HarnessConfigError(evaluator.file, f"{evaluator.field}.score", "`weighted` weighs a rating on a "
+                                     f"scale, and no judged dimension of rubric {rubric.name} ({', '.join(judged)}) "
+                                     "has one", "give the dimension a `scale:` (e.g. `scale: [1, 5]`), or remove "
+                                     "`score: weighted`")
         problem = conversation_problem(case, rubric, self.agent) if case.turns else None
         if problem is not None:
             raise _case_error(case, *problem)
@@ -125,10 +141,17 @@ def _has(case: Case) -> str:
     return f"inputs: {inputs}; " + ("an expected answer" if case.expected is not None else "no expected answer")
 
 
-def _fill_fix(name: str) -> str:
+def _fill_fix(name: str, *, mappable: bool) -> str:
     if name == "expected":
         return "give the case `expected:` (a dataset: `expected: \"{column}\"`)"
-    return f"give the case an input {name.removeprefix('inputs.').split('.')[0]!r}, or map the slot to another"
+    fix = f"give the case an input {name.removeprefix('inputs.').split('.')[0]!r}"
+    return fix + ", or map the template's slot to another (`slots:`)" if mappable else fix
+
+
+def _judge_of(path: Path, otherwise: str) -> str:
+    """Who uses a slot, in words: a library grader's judge by the grader's name (docs/graders.md), else
+    ``otherwise``."""
+    return f"grader graders/{path.name.split('.')[0]}'s judge ({path.name})" if in_library(path) else otherwise
 
 
 def _case_error(case: Case, problem: str, fix: str) -> HarnessConfigError:

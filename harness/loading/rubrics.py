@@ -12,7 +12,7 @@ from typing import Any
 from harness.base import jsonschemas, slots
 from harness.base.conversation import TURN_REDUCERS
 from harness.base.errors import HarnessConfigWarning
-from harness.base.fields import Fields, Section
+from harness.base.fields import Fields, Section, is_number
 from harness.base.models import DEFAULT_THRESHOLD, Dimension, Examples, ItemsSpec, Rubric
 from harness.base.semver import parse_version
 from harness.base.yamlfile import load_yaml, parse_yaml, read_text
@@ -68,8 +68,9 @@ def _check(section: Section, import_root: Path, check_kinds: Mapping[str, CheckP
                        import_root=import_root, kinds=check_kinds, roots=place.roots, data_modules=place.data_modules)
 
 
-DIMENSION_KEYS = ("weight", "description", "scoring", "check", "name", "scale", "choices", "exhaustive",
+DIMENSION_KEYS = ("weight", "description", "scoring", "check", "name", "scale", "step", "choices", "exhaustive",
                   "min_score", "steps", "transform", "per_turn")
+MAX_RATINGS = 201  # a stepped scale's ratings, each listed in the judge's answer schema
 
 
 def _load_dimension_rubric(raw: Any, place: Fields, import_root: Path, examples: bool = True,
@@ -124,6 +125,7 @@ def parse_dimension(dim_id: str, dim: Section, weight: float, import_root: Path,
     rating on a ``scale``, or one of the ``choices``."""
     check = _check(dim, import_root, check_kinds)
     scale = _scale(dim)
+    step = _step(dim, scale)
     choices = _choices(dim)
     answered = [key for key in ("scale", "choices") if key in dim]
     if len(answered) > 1:
@@ -141,7 +143,7 @@ def parse_dimension(dim_id: str, dim: Section, weight: float, import_root: Path,
         raise dim.error("exhaustive", "says the judge must answer one of the levels, but there are none",
                         "add `scoring:` levels, or use `scale:` or `choices:`")
     return Dimension(id=dim_id, weight=weight, description=dim.text("description") or "", name=dim.text("name"),
-                     scoring=scoring, check=check, scale=scale, choices=choices,
+                     scoring=scoring, check=check, scale=scale, step=step, choices=choices,
                      choice_text=_choice_descriptions(dim), exhaustive=exhaustive,
                      min_score=dim.number("min_score", low=0.0, high=1.0),
                      steps=dim.text_list("steps"), transform=_transform(dim, import_root),
@@ -158,6 +160,32 @@ def _scale(dim: Section) -> tuple[int, int] | None:
                                                               for v in raw) or raw[0] >= raw[1]):
         raise dim.fields.expected("scale", "[lowest, highest] whole-number ratings", raw, "write e.g. `scale: [1, 5]`")
     return raw[0], raw[1]
+
+
+def _step(dim: Section, scale: tuple[int, int] | None) -> float | None:
+    """``step:`` beside ``scale:``: the judge's ratings are the lowest plus whole steps (``step: 0.5`` on
+    ``[1, 10]``: 1, 1.5, ... 10). None for whole numbers (no step, or ``step: 1``)."""
+    if "step" not in dim:
+        if is_number(dim.raw.get("steps")):  # `steps:` are G-Eval's evaluation steps, a list of text
+            raise dim.error("steps", f"is a list of evaluation steps, and {dim.raw['steps']!r} is a number",
+                            f"write `step: {dim.raw['steps']}` for the ratings' step")
+        return None
+    if scale is None:
+        raise dim.error("step", "is the step between a scale's ratings, and this dimension has no scale",
+                        "add `scale: [1, 10]` beside it, or remove step")
+    step = dim.fields.number(dim.raw["step"], "step")
+    if step <= 0:
+        raise dim.error("step", f"must be above 0, got {step:g}", "write e.g. `step: 0.5`, or remove it for whole "
+                        "numbers")
+    low, high = scale
+    count = (high - low) / step
+    if abs(count - round(count)) > 1e-6:
+        raise dim.error("step", f"{step:g} does not divide the scale [{low}, {high}] into whole steps",
+                        f"use a step that does, e.g. 0.5 or {high - low}")
+    if round(count) + 1 > MAX_RATINGS:
+        raise dim.error("step", f"{step:g} makes {round(count) + 1} ratings on [{low}, {high}], more than "
+                        f"{MAX_RATINGS}", "use a coarser step")
+    return None if step == 1 else step
 
 
 def _choices(dim: Section) -> dict[str, float]:
@@ -353,8 +381,20 @@ def rubric_identity(path: Path) -> tuple[str | None, str | None]:
     return file_identity(path, "rubric_id")
 
 
+GRADERS = "graders/"  # a rubric named graders/NAME is one of the library's (docs/graders.md)
+GRADERS_DIR = Path(__file__).parent / "graders"
+
+
+def library_graders() -> list[str]:
+    """The library's graders, as a rubric names them (``graders/f1``)."""
+    return sorted(GRADERS + path.stem for path in rubric_files(GRADERS_DIR))
+
+
 def find_rubric(ref: str, version: str | None, rubrics_dir: Path) -> Path | None:
-    """A rubric by file name, else by ``rubric_id``; with ``version``, that version, else the latest."""
+    """A rubric by file name, else by ``rubric_id``; with ``version``, that version, else the latest.
+    ``graders/NAME`` is the library's grader NAME."""
+    if ref.startswith(GRADERS):
+        return find_rubric(ref.removeprefix(GRADERS), version, GRADERS_DIR) if ref != GRADERS else None
     if version is None:
         for path in rubric_files(rubrics_dir):
             if path.stem == ref:

@@ -24,22 +24,25 @@ from harness.base.models import (
     RunnerSpec,
     SuiteConfig,
 )
-from harness.base.slots import TEMPLATE_SLOTS, slots_in
-from harness.base.yamlfile import load_yaml, read_text
+from harness.base.slots import TEMPLATE_SLOTS, filter_problem, slots_in
+from harness.base.yamlfile import load_yaml
 from harness.llm.providers import model_problem
+from harness.loading.chat_templates import place_of, read_template
+from harness.loading.library import evaluator_entry, file_roots, implied_evaluator, is_library_name
 from harness.loading.prompts import load_prompt
-from harness.loading.rubrics import RUBRIC_SUFFIXES, find_rubric, rubric_files, rubric_identity
+from harness.loading.rubrics import (GRADERS, RUBRIC_SUFFIXES, find_rubric, library_graders, rubric_files,
+                                     rubric_identity)
 from harness.loading.variants import MODEL_AXES, agent_variants, variant_error
 
-BUILTIN_RUNNER_KINDS = ("prompt", "template", "python", "command")
+BUILTIN_RUNNER_KINDS = ("prompt", "template", "python", "command", "steps")  # steps: a judge program
 MODEL_RUNNER_KINDS = ("prompt", "template")  # the kinds the harness runs on a model itself
 THRESHOLDS_FILE = "thresholds.yaml"
 _POLICY_KEYS = ("threshold", "max_attempts", "max_retries", "escalate_on_fail", "margin_required", "borderline_margin",
                 "escalate_conditions", "always_judge")
 _DEFAULT_KEYS = ("pass_threshold", "max_attempts", "max_retries", "escalate_on_fail", "borderline_margin", "escalate_conditions",
                  "escalation_fails_gate", "always_judge")
-_ONE_MODEL_KEYS = ("model", "temperature", "max_tokens", "timeout_s", "max_retries", "base_url", "api_key_env",
-                   "structured_output")
+_ONE_MODEL_KEYS = ("model", "temperature", "top_p", "stop", "seed", "max_tokens", "timeout_s", "max_retries",
+                   "base_url", "api_key_env", "structured_output")
 _ENSEMBLE_KEYS = ("models", "aggregate")  # a judge ensemble (docs/model-calls.md, "Judge ensembles"): judge: only
 _MODEL_KEYS = _ONE_MODEL_KEYS + _ENSEMBLE_KEYS
 _MODELS_EXAMPLE = "`models: [claude-sonnet-4-6, openai/gpt-4.1, mock/score-0.8]`"
@@ -208,6 +211,9 @@ def _one_model(section: Section, base: ModelSettings) -> ModelSettings:
     values = dict(
         model=model_name(section, "model", base.model),
         temperature=section.number("temperature", base.temperature, low=0.0, high=2.0),
+        top_p=section.number("top_p", base.top_p, low=0.0, high=1.0),
+        stop=_stop_sequences(section) if "stop" in section else base.stop,
+        seed=section.integer("seed", base.seed, low=0) if "seed" in section else base.seed,
         max_tokens=section.integer("max_tokens", base.max_tokens),
         timeout_s=section.number("timeout_s", base.timeout_s, low=0.001, high=3600.0),
         max_retries=section.integer("max_retries", base.max_retries, low=0),
@@ -222,6 +228,16 @@ def _one_model(section: Section, base: ModelSettings) -> ModelSettings:
                             "write e.g. `api_key_env: VLLM_API_KEY` and set that variable; never write a key in "
                             "a file")
     return ModelSettings(**values)
+
+
+def _stop_sequences(section: Section) -> tuple[str, ...]:
+    """``stop:``: a list of the texts that end an answer (``stop: ["\\n\\n"]``); each may be whitespace, none empty."""
+    raw = section.raw["stop"]
+    if not isinstance(raw, list) or not all(isinstance(item, str) and item for item in raw):
+        raise section.fields.expected("stop", "a list of non-empty text (the sequences that end an answer)", raw,
+                                      'write e.g. `stop: ["\\n\\n"]`: a list, even of one, in double quotes for '
+                                      "escapes such as \\n")
+    return tuple(raw)
 
 
 def model_name(section: Section, key: str, default: str) -> str:
@@ -242,6 +258,8 @@ def _load_agent(name: str, raw: Any, path: Path, base_policy: LoopPolicy, judge:
     agent = Fields.of(path, f"agents.{name}", roots=roots).section(
         raw, known=("rubric", "rubric_version", "producer", "evaluator", "reviser", "judge", "model", "description",
                     "variants") + _POLICY_KEYS, required=("rubric", "producer"))
+    if "evaluator" not in agent and (implied := implied_evaluator(agent.raw["rubric"])):
+        agent = Section({**agent.raw, "evaluator": implied}, agent.fields)  # the grader's own judge (docs/graders.md)
     policy = base_policy.model_copy(update=dict(
         threshold=agent.number("threshold", None, low=0.0, high=1.0),
         max_attempts=agent.integer("max_attempts", base_policy.max_attempts),
@@ -297,8 +315,8 @@ def _roles(agent: Section, names: tuple[str, ...], kinds: tuple[str, ...], roots
     for role, spec in specs.items():
         if spec.kind not in MODEL_RUNNER_KINDS:
             continue
-        own = Fields.of(path, spec.field, roots=roots).section(spec.options,
-                                                               known=_model_runner_options(spec.kind, role))
+        own = Fields.of(spec.file, spec.field, roots=file_roots(spec.file, roots)).section(
+            spec.options, known=_model_runner_options(spec.kind, role))
         _inside_project(own.fields, agent.raw[role], spec)
         if spec.kind == "prompt":
             prompts[role] = load_prompt(spec.base_dir / spec.target, source=f"{path}: {agent.sub(role)}")
@@ -326,12 +344,12 @@ def _model_runner_options(kind: str, role: str) -> tuple[str, ...]:
     """The options a prompt or template runner takes besides its file: the model, a template's slot names,
     and for an evaluator how it commits to a verdict."""
     return ("model",) + (("slots",) if kind == "template" else ()) + (
-        ("reasoning", "verdict") if role == "evaluator" else ())
+        ("reasoning", "verdict", "score") if role == "evaluator" else ())
 
 
 def _template(own: Section, spec: RunnerSpec, role: str) -> PromptTemplate:
-    """A template prompt: its file read whole (no required sections: it is used as written), and ``slots:``,
-    the names it uses mapped to the slots that fill them."""
+    """A template prompt: its file read whole (no required sections: it is used as written), or a chat template's
+    messages (a ``.json`` or ``.yaml`` file), and ``slots:``, the names it uses mapped to the slots that fill them."""
     file = spec.base_dir / spec.target
     if not file.is_file():
         raise own.error("template", f"no template file {file}",
@@ -346,11 +364,15 @@ def _template(own: Section, spec: RunnerSpec, role: str) -> PromptTemplate:
             raise names.error(str(name), f"{target!r} is not a slot a {role} template can use{hint}",
                               f"map it to one of: {', '.join(allowed)}, or inputs.NAME")
         mapped[str(name)] = target
-    template = PromptTemplate(path=file, text=read_text(file), names=mapped)
-    if role != "evaluator":
+    template = read_template(file, mapped)
+    problem = filter_problem(template.text)
+    if problem:
+        raise own.error("template", f"{file.name}: {problem}", "use one of the filters, or remove the '|'")
+    if role != "evaluator":  # every message of a chat template
         leaking = [name for name in slots_in(template.text) if template.slot_for(name) == "expected"]
         if leaking:
-            raise own.error("template", f"{file.name} uses {{{leaking[0]}}}, the expected answer, in a {role}'s prompt",
+            raise own.error("template", f"{file.name}{place_of(template, 'expected')} uses {{{leaking[0]}}}, the "
+                            f"expected answer, in a {role}'s prompt",
                             "a producer or reviser must not see the expected answer: remove the slot")
     return template
 
@@ -366,7 +388,14 @@ def _judge_style(own: Section) -> JudgeStyle:
     if verdict is not None and reasoning == "first":
         raise own.error("reasoning", "a verdict read from free text already comes after the reasoning",
                         "keep `verdict:` alone, or `reasoning: first` alone for a structured verdict")
-    return JudgeStyle(reasoning_first=reasoning == "first", verdict=verdict)
+    # `score: weighted`: a rating weighted by its token's probabilities (G-Eval; docs/material.md)
+    weighted = own.choice("score", ("plain", "weighted"), "way to score a rating", "plain") == "weighted"
+    if weighted and verdict is None:
+        raise own.error("score", "weighs the rating by the probabilities of its token in a free-text answer, and "
+                        "this evaluator answers in a structured verdict", "add `verdict: PATTERN`, e.g. "
+                        "`verdict: 'Rating: (\\d)'`, to read the rating from the judge's text, or remove "
+                        "`score: weighted`")
+    return JudgeStyle(reasoning_first=reasoning == "first", verdict=verdict, weighted=weighted)
 
 
 def _rubric_path(agent: Section, path: Path, rubrics_dir: Path) -> Path:
@@ -390,6 +419,9 @@ def _rubric_path(agent: Section, path: Path, rubrics_dir: Path) -> Path:
                           if v and (rid == ref or p.stem == ref))
         raise agent.error("rubric_version", f"no version {version} of rubric {ref!r} in {rubrics_dir}",
                           f"use one of: {', '.join(versions)}" if versions else "remove rubric_version")
+    if ref.startswith(GRADERS):
+        raise agent.error("rubric", f"no grader {ref!r} in the library{did_you_mean(ref, library_graders())}",
+                          f"use one of: {', '.join(library_graders())} (docs/graders.md)")
     known = sorted({p.stem for p in rubric_files(rubrics_dir)} | {
         rid for p in rubric_files(rubrics_dir) for rid, _ in [rubric_identity(p)] if rid})
     raise agent.error("rubric", f"no rubric {ref!r} in {rubrics_dir}",
@@ -399,6 +431,9 @@ def _rubric_path(agent: Section, path: Path, rubrics_dir: Path) -> Path:
 def _runner_spec(agent: Section, role: str, kinds: tuple[str, ...]) -> RunnerSpec:
     place = agent.fields.nested(role)
     path, field, raw = place.path, place.field, agent.raw[role]
+    if is_library_name(raw):  # `evaluator: graders/NAME`: the library's evaluator, read as if written here
+        entry, spec = evaluator_entry(raw, place, role)
+        return _runner_spec(Section({role: spec}, Fields.of(entry, roots=file_roots(entry, ()))), role, kinds)
     if isinstance(raw, str):
         if not raw.endswith(".md"):
             raise place.error(None, f"{raw!r} is not a prompt file",

@@ -88,6 +88,8 @@ def _dimension_changes(old: Dimension, new: Dimension) -> list[tuple[Bump, str]]
         out.append((Bump.MINOR, f"scoring levels of {new.id} removed: {', '.join(f'{k:g}' for k in removed)}"))
     if new.check != old.check:
         out.append((Bump.MINOR, f"check of {new.id} changed: {_check_change(old.check, new.check)}"))
+    if (old.scale, old.step) != (new.scale, new.step):  # the judge's ratings moved
+        out.append((Bump.MINOR, f"scale of {new.id} changed: {_scale(old)} -> {_scale(new)}"))
     reworded = [k for k in old.scoring.keys() & new.scoring.keys() if old.scoring[k] != new.scoring[k]]
     if reworded:
         out.append((Bump.PATCH, f"scoring level wording of {new.id} changed: "
@@ -96,6 +98,12 @@ def _dimension_changes(old: Dimension, new: Dimension) -> list[tuple[Bump, str]]
         if getattr(old, field) != getattr(new, field):
             out.append((Bump.PATCH, f"{field.replace('_', ' ')} of {new.id} reworded"))
     return out
+
+
+def _scale(dim: Dimension) -> str:
+    if dim.scale is None:
+        return "none"
+    return f"[{dim.scale[0]}, {dim.scale[1]}]" + (f" step {dim.step:g}" if dim.step is not None else "")
 
 
 def _check_change(old: object, new: object) -> str:

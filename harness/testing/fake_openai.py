@@ -15,6 +15,17 @@ It serves ``POST /v1/chat/completions`` without streaming: a request with ``stre
 1) is refused with a 400 that says so, before the queue is touched, so a provider that streams by mistake
 fails loudly instead of waiting for events that never come.
 
+Log probabilities: a request with ``logprobs: true`` gets ``choices[0].logprobs.content``, the answer's text cut
+into tokens (words, runs of up to three digits, punctuation, whitespace; a word or number takes the space before
+it, as GPT's tokenizers do), each certain (log probability 0) unless ``server.token_choices`` names it::
+
+    server.token_choices = {"3": {"3": 0.6, "4": 0.4}}   # at a token "3" (or " 3"), "3" had 0.6 and "4" 0.4
+
+Its ``top_logprobs`` are then those tokens, the likeliest first, at most the request's ``top_logprobs``, each with
+the space the token had. ``server.logprobs = False`` makes it a server that ignores the parameter (``logprobs:
+null``, as before). A text answer ends before the first of the request's ``stop`` sequences found in it, as a
+real server's does (the request, ``stop`` included, is in ``server.requests``).
+
 Usage: a reply without explicit ``usage`` gets token counts estimated from the request (4 characters a
 token) and a simulated automatic prompt cache, as OpenAI's: the longest run of leading messages (with the
 tools and response format) the server has seen before is cached, counted only from 1024 tokens and in
@@ -24,8 +35,11 @@ tools and response format) the server has seen before is cached, counted only fr
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import math
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -155,6 +169,12 @@ class FakeOpenAI(FakeModelServer[Reply]):
     base_path = "/v1"
     request_id_header = "x-request-id"
 
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.logprobs = True  # answer a request's ``logprobs: true``; False: ignore it, as some servers do
+        # a token's text (its space stripped) -> the probability of each token the model might have written there
+        self.token_choices: dict[str, Mapping[str, float]] = {}
+
     # -- the Chat Completions wire format ------------------------------------------------------------
 
     def _refusal(self, request: Mapping[str, Any]) -> Reply | None:
@@ -184,6 +204,7 @@ class FakeOpenAI(FakeModelServer[Reply]):
         return {"error": error}
 
     def _answer(self, reply: Reply, request: Mapping[str, Any], uid: str) -> dict[str, Any]:
+        reply = _stopped(reply, request)
         message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": None, "annotations": []}
         if reply.tool_calls:
             message["tool_calls"] = [
@@ -202,11 +223,30 @@ class FakeOpenAI(FakeModelServer[Reply]):
             "object": "chat.completion",
             "created": int(time.time()),
             "model": reply.model or request.get("model") or "gpt-fake",
-            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}],
+            "choices": [{"index": 0, "message": message, "logprobs": self._logprobs(reply, request),
+                         "finish_reason": reply.finish_reason}],
             "usage": self._usage(reply, request, message),
             "service_tier": "default",
             "system_fingerprint": "fp_fake",
         }
+
+    def _logprobs(self, reply: Reply, request: Mapping[str, Any]) -> dict[str, Any] | None:
+        """``choices[0].logprobs`` for a text answer to a request that asks for them (see the module's docstring)."""
+        if not (self.logprobs and request.get("logprobs") is True and reply.content):
+            return None
+        top = request.get("top_logprobs")
+        top = top if isinstance(top, int) and not isinstance(top, bool) and top >= 0 else 0
+        content = []
+        for token in _TOKEN.findall(reply.content):
+            word = token.strip()
+            space = token[: len(token) - len(token.lstrip())]
+            choices = dict(self.token_choices.get(word) or {word: 1.0}) if word else {token: 1.0}
+            choices.setdefault(word or token, 0.0)
+            likeliest = sorted(choices.items(), key=lambda pair: -pair[1])[:top]
+            content.append({**_token_entry(token, choices[word or token]), "top_logprobs": [
+                _token_entry(space + alternative if word else alternative, probability)
+                for alternative, probability in likeliest]})
+        return {"content": content, "refusal": None}
 
     def _usage(self, reply: Reply, request: Mapping[str, Any], message: Mapping[str, Any]) -> dict[str, Any]:
         if reply.usage is not None:
@@ -253,6 +293,27 @@ class FakeOpenAI(FakeModelServer[Reply]):
         else:
             cached -= (cached - _CACHE_MIN_TOKENS) % _CACHE_STEP_TOKENS
         return prompt, cached
+
+
+# GPT-like tokens: a word, a number of up to three digits or a run of punctuation, each with the space before it;
+# other whitespace; any other single character (so the tokens always spell the text)
+_TOKEN = re.compile(r" ?[^\W\d_]+| ?\d{1,3}| ?[^\w\s]+|\s+|.", re.DOTALL)
+
+
+def _stopped(reply: Reply, request: Mapping[str, Any]) -> Reply:
+    """A text answer as a server that honours ``stop`` sends it: ended before the first stop sequence in it."""
+    stop = request.get("stop")
+    sequences = [stop] if isinstance(stop, str) else [s for s in stop or [] if isinstance(s, str) and s]
+    if not reply.content or not sequences:
+        return reply
+    cut = min((at for at in (reply.content.find(s) for s in sequences) if at >= 0), default=-1)
+    return reply if cut < 0 else dataclasses.replace(reply, content=reply.content[:cut], finish_reason="stop")
+
+
+def _token_entry(token: str, probability: float) -> dict[str, Any]:
+    """A token as the API writes it: its text, log probability (-9999 for none, as vLLM writes it) and bytes."""
+    return {"token": token, "logprob": math.log(probability) if probability > 0 else -9999.0,
+            "bytes": list(token.encode("utf-8"))}
 
 
 def _functions(request: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -33,6 +33,7 @@ from harness.base import slots
 from harness.base.errors import ExitCode, HarnessConfigError, HarnessError
 from harness.base.fileio import atomic_write_text
 from harness.loading import BUILTIN_RUNNER_KINDS, load_cases, load_rubric, load_suite
+from harness.loading.pairwise import PAIRWISE_SUFFIXES, load_pairwise
 
 __all__ = ["ImportInputError", "Plan", "dump_yaml", "identifier", "load_problems", "protect_literal_braces",
            "write_plan"]
@@ -84,16 +85,18 @@ class Plan:
                 return 2
             if "/data/" in path:
                 return 3
-            return 4 if path.endswith(".cases.yaml") else 5
+            return 4 if path.endswith((".cases.yaml", ".pairs.yaml", ".pairwise.yaml")) else 5
         return sorted(self.files, key=rank)
 
-    def not_carried(self, where: str, kind: str | None, why: str, instead: str | None = None) -> None:
-        """``not carried over: tests[3].assert[1] (javascript): <why>; <what to do instead>``."""
+    def not_carried(self, where: str, kind: str | None, why: str, instead: str | None = None) -> str:
+        """``not carried over: tests[3].assert[1] (javascript): <why>; <what to do instead>``; the line, for an
+        importer that may take it back once it knows more (a library grader that carries the assert after all)."""
         line = f"not carried over: {where}" + (f" ({kind})" if kind else "") + f": {why}"
         if instead:
             line += f"; {instead}"
         if line not in self.notes:
             self.notes.append(line)
+        return line
 
     def case_files(self) -> list[str]:
         return [path for path in self.files if path.endswith(".cases.yaml")]
@@ -156,13 +159,19 @@ _LITERAL_SLOT = re.compile(r"(?<!\{)\{([A-Za-z_]\w*(?:\.\w+)*)\}(?!\})")
 def protect_literal_braces(text: str) -> tuple[str, list[str]]:
     """``text`` with every single-brace ``{name}`` written ``{ name }``: text in the source tool, a slot here.
 
-    Returns the new text and the names it protected (``{{ name }}`` slots are left alone)."""
+    Returns the new text and the names it protected (``{{ name }}`` slots are left alone). A Nunjucks filter we
+    do not have, ``{{ name | trim }}``, is spaced to ``{ { name | trim } }``: text, where as written it would be
+    refused as an unknown filter (harness/base/slots.py)."""
     found: list[str] = []
 
     def spaced(match: re.Match[str]) -> str:
         found.append(match[1])
         return "{ " + match[1] + " }"
 
+    def unfiltered(match: re.Match[str]) -> str:  # `{{ q | trim }}`: a filter we do not have would be refused
+        return "{ {" + match[1] + "} }" if slots.filter_problem(match[0]) else match[0]
+
+    text = re.sub(r"\{\{(.*?)\}\}", unfiltered, text, flags=re.DOTALL)
     return _LITERAL_SLOT.sub(spaced, text), list(dict.fromkeys(found))
 
 
@@ -302,6 +311,12 @@ def load_problems(plan: Plan, out: Path) -> list[str]:
     for rel in plan.case_files():
         try:
             load_cases(root / rel, agents=suite.agents, input_roots=(root,))
+        except HarnessError as exc:
+            problems.append(str(exc))
+    for rel in [path for path in plan.files if path.endswith(PAIRWISE_SUFFIXES)]:
+        try:
+            comparison = load_pairwise(root / rel, suite=suite, roots=(root,))
+            load_cases(comparison.cases, agents=suite.agents, input_roots=(root,))
         except HarnessError as exc:
             problems.append(str(exc))
     return problems

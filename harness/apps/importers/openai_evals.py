@@ -6,8 +6,8 @@ SPEC is a model-graded spec (``evals/registry/modelgraded/*.yaml``: ``prompt``, 
 and an evaluator whose ``template:`` is the spec's prompt as written (openai/evals formats it with Python's
 ``str.format``, so ``{{``/``}}`` are written as single braces) with a ``verdict:`` pattern that reads the choice
 where the eval type puts it. ``Match``, ``Includes`` and ``FuzzyMatch`` become an ``equals``, ``contains`` or
-``similar`` check. The samples are copied as a dataset (a chat input written as text), one case a row, with
-``expected: "{ideal}"``.
+``similar`` check. The samples are copied as a dataset, one case a row, with ``expected: "{ideal}"``; a chat input
+stays messages, its system message the producer's system prompt (:mod:`harness.apps.importers.openai_samples`).
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ from harness.apps.importers import (
     mapping_at,
     protect_literal_braces,
 )
+from harness.apps.importers.chat import as_chat_template, template_text
+from harness.apps.importers.openai_battle import plan_battle
+from harness.apps.importers.openai_samples import Samples, every_row_has, producer_template, read_samples
 from harness.base.errors import HarnessConfigError
 from harness.base.fields import inside
 from harness.base.models import ModelSettings
@@ -65,6 +68,8 @@ class Spec:
     input_outputs: dict[str, str]
     eval_type: str | None = None
     path: Path = field(default_factory=Path)
+    roles: list[str] = field(default_factory=list)  # a chat prompt's roles, a message a role; empty: text
+    parts: list[str] = field(default_factory=list)  # ... and each message's text
 
 
 def plan_import(spec_path: Path, samples_path: Path, out: Path, *, name: str | None = None,
@@ -113,12 +118,12 @@ def _choose(path: Path, found: dict[str, Mapping[str, Any]], raw: Mapping[str, A
 
 def _spec(path: Path, key: str, raw: Mapping[str, Any], choice_scores: str | None, plan: Plan) -> Spec:
     prompt = raw.get("prompt")
-    if isinstance(prompt, list):
+    chat: list[dict[str, str]] = []
+    if isinstance(prompt, list):  # a chat prompt: the judge's chat template, when it fits one's rules
         if not all(isinstance(m, Mapping) and isinstance(m.get("content"), str) for m in prompt):
             raise ImportInputError(path, f"{key}.prompt", "a chat prompt is a list of {role, content} messages")
-        if len(prompt) > 1:
-            plan.not_carried(f"{path.name}: {key}.prompt", "chat", "the roles of its messages: the template is "
-                             "sent as one message", "check the judge's template file")
+        chat = (as_chat_template(list(prompt), path, f"{path.name}: {key}.prompt", plan) or []) if len(prompt) > 1 \
+            else []
         prompt = "\n\n".join(m["content"] for m in prompt)
     if not isinstance(prompt, str) or not prompt.strip():
         raise ImportInputError(path, f"{key}.prompt", "missing or empty", "write the judge's prompt")
@@ -132,9 +137,10 @@ def _spec(path: Path, key: str, raw: Mapping[str, Any], choice_scores: str | Non
                                "write e.g. `choice_strings: YN` or a list")
     choices = [str(c) for c in choices]
     input_outputs = raw.get("input_outputs") or {"input": "completion"}
-    if not isinstance(input_outputs, Mapping) or len(input_outputs) != 1:
-        raise ImportInputError(path, f"{key}.input_outputs", "one agent produces one completion per sample, "
-                               f"not {len(input_outputs) if isinstance(input_outputs, Mapping) else 0}",
+    if not isinstance(input_outputs, Mapping) or len(input_outputs) not in (1, 2):
+        raise ImportInputError(path, f"{key}.input_outputs", "one agent produces one completion per sample (two, "
+                               "compared pairwise), not "
+                               f"{len(input_outputs) if isinstance(input_outputs, Mapping) else 0}",
                                "import each input/completion pair as its own eval")
     eval_type = raw.get("eval_type")
     if eval_type is not None and eval_type not in EVAL_TYPES:
@@ -145,6 +151,7 @@ def _spec(path: Path, key: str, raw: Mapping[str, Any], choice_scores: str | Non
             plan.not_carried(f"{path.name}: {key}.{extra}", None, "no counterpart")
     return Spec(key=key, prompt=prompt, choices=choices, input_outputs={str(k): str(v) for k, v in
                                                                           input_outputs.items()},
+                roles=[m["role"] for m in chat], parts=[m["content"] for m in chat],
                 scores=_scores(path, key, raw.get("choice_scores"), choices, choice_scores, prompt, plan),
                 eval_type=eval_type, path=path)
 
@@ -197,37 +204,57 @@ def _model_graded(plan: Plan, spec: Spec, samples_path: Path, out: Path, registr
         raise ImportInputError(spec.path, f"{spec.key}.eval_type", "missing: openai/evals takes it from the "
                                "registry entry", "pass --eval-type cot_classify (or classify, classify_cot), or "
                                "import the registry entry")
-    prompt = spec.prompt
+    answer = ""
     if registry_type is not None:  # openai/evals appends its answer prompt when the registry names an eval_type
-        prompt += "\n\n" + ANSWER_PROMPTS[registry_type].replace(
+        answer = "\n\n" + ANSWER_PROMPTS[registry_type].replace(
             "{choices}", " or ".join(f'"{c}"' for c in spec.choices))
-    rows = _samples(samples_path, plan)
+    prompt = spec.prompt + answer
+    source = f"{spec.path.name} ({registry})" if registry else spec.path.name
+    if len(spec.input_outputs) == 2:  # two completions compared: openai/evals' battle
+        template, _ = _template(spec, prompt, spec_args, plan)
+        return plan_battle(plan, source, spec.path, spec.key, template, spec.input_outputs, spec.scores or {},
+                           verdict_pattern(eval_type, spec.choices), samples_path)
     (input_key, output_name), = spec.input_outputs.items()
-    template, names = _template(spec, prompt, spec_args, plan)
+    samples = read_samples(samples_path, plan, (input_key,))
+    rows = samples.rows
+    judge_file, template, names = _judge_template(spec, answer, spec_args, plan)
     slot_map: dict[str, str] = {}
     for name in names:
         if name == output_name:
             slot_map[name] = "output"
         elif name == "ideal":
-            _every_row_has(samples_path, rows, "ideal", "the prompt uses {ideal}")
+            every_row_has(samples_path, rows, "ideal", "the prompt uses {ideal}")
             slot_map[name] = "expected"
         else:
-            _every_row_has(samples_path, rows, name, f"the prompt of {spec.key} uses {{{name}}}")
+            every_row_has(samples_path, rows, name, f"the prompt of {spec.key} uses {{{name}}}")
             slot_map[name] = f"inputs.{name}"
-    _every_row_has(samples_path, rows, input_key, "it is the input of the model under test")
-    plan.add(f"{plan.suite_dir}/judges/{plan.name}.txt", template)
-    evaluator = {"template": f"judges/{plan.name}.txt", "slots": slot_map, "verdict": verdict_pattern(
+    every_row_has(samples_path, rows, input_key, "it is the input of the model under test")
+    plan.add(f"{plan.suite_dir}/{judge_file}", template)
+    evaluator = {"template": judge_file, "slots": slot_map, "verdict": verdict_pattern(
         eval_type, spec.choices)}
     dim = {"weight": 1, "description": _description(spec),
            "choices": {c: {"score": spec.scores[c], **({"description": d} if (d := _choice_text(spec, c)) else {})}
                        for c in spec.choices}}
-    source = f"{spec.path.name} ({registry})" if registry else spec.path.name
     _rubric(plan, source, {identifier(spec.key, "verdict"): dim})
     extra = [k for k in names if k not in (output_name, "ideal", input_key)]
-    _write_common(plan, source, rows, samples_path, input_key, extra, evaluator, "ideal" in names)
+    _write_common(plan, source, samples, samples_path, input_key, extra, evaluator, "ideal" in names)
     plan.notes.append(f"note: the judge reads the choice {_where_read(eval_type)} ({eval_type}); openai/evals "
                       "names the grading model on its command line: set `judge: {model: ...}`")
     return plan
+
+
+def _judge_template(spec: Spec, answer: str, spec_args: Mapping[str, Any], plan: Plan) -> tuple[str, str, list[str]]:
+    """The judge's template file (``judges/NAME.txt``, or ``.yaml`` for a chat prompt, each message in its role,
+    the answer prompt after the last), its text and the slot names it uses."""
+    if not spec.roles:
+        text, names = _template(spec, spec.prompt + answer, spec_args, plan)
+        return f"judges/{plan.name}.txt", text, names
+    last = len(spec.parts) - 1
+    parts = [_template(spec, part + (answer if number == last else ""), spec_args, plan)
+             for number, part in enumerate(spec.parts)]
+    messages = [{"role": role, "content": text} for role, (text, _) in zip(spec.roles, parts)]
+    return (f"judges/{plan.name}.yaml", template_text(messages),
+            list(dict.fromkeys(name for _, names in parts for name in names)))
 
 
 def _template(spec: Spec, prompt: str, spec_args: Mapping[str, Any], plan: Plan) -> tuple[str, list[str]]:
@@ -342,9 +369,10 @@ def _find_spec(path: Path, key: str, spec_name: str) -> tuple[Path, Mapping[str,
 
 
 def _basic(plan: Plan, path: Path, key: str, class_name: str, args: Mapping[str, Any], samples_path: Path) -> Plan:
-    rows = _samples(samples_path, plan)
-    _every_row_has(samples_path, rows, "ideal", f"{class_name} compares the answer with it")
-    _every_row_has(samples_path, rows, "input", "it is the input of the model under test")
+    samples = read_samples(samples_path, plan)
+    rows = samples.rows
+    every_row_has(samples_path, rows, "ideal", f"{class_name} compares the answer with it")
+    every_row_has(samples_path, rows, "input", "it is the input of the model under test")
     if class_name == "Match":
         check = {"equals": {"value": "{expected}", "normalize": False}}
         plan.not_carried(f"{path.name}: {key}", class_name, "Match accepts an answer that starts with the ideal "
@@ -366,69 +394,11 @@ def _basic(plan: Plan, path: Path, key: str, class_name: str, args: Mapping[str,
         description = "The answer matches an ideal answer, normalised (openai/evals FuzzyMatch)"
     _rubric(plan, f"{path.name} ({key})", {identifier(class_name, "match"): {"weight": 1, "description": description,
                                                                              "check": check}})
-    _write_common(plan, f"{path.name} ({key})", rows, samples_path, "input", [], None, True)
+    _write_common(plan, f"{path.name} ({key})", samples, samples_path, "input", [], None, True)
     return plan
 
 
 # --- samples and the files -----------------------------------------------------------------------
-
-
-def _samples(path: Path, plan: Plan) -> list[dict[str, Any]]:
-    """The samples, each ``input`` as text (a chat written as openai/evals writes it for a text prompt)."""
-    try:
-        text = read_text(path, limit=512 * 1024 * 1024)
-    except HarnessConfigError as exc:
-        raise ImportInputError(path, exc.field, exc.problem, exc.fix) from None
-    rows: list[dict[str, Any]] = []
-    chats = 0
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ImportInputError(path, f"line {number}", f"invalid JSON ({exc.msg})",
-                                   "a .jsonl file holds one JSON object a line") from None
-        if not isinstance(row, dict):
-            raise ImportInputError(path, f"line {number}", f"expected an object, got {type(row).__name__}")
-        if isinstance(row.get("input"), list):
-            row["input"], several = _chat_text(row["input"], path, number)
-            chats += several
-        elif "input" in row and not isinstance(row["input"], str):
-            raise ImportInputError(path, f"line {number}: input", "expected text or a list of chat messages")
-        if "ideal" in row and not (isinstance(row["ideal"], str) or (
-                isinstance(row["ideal"], list) and all(isinstance(i, str) for i in row["ideal"]))):
-            raise ImportInputError(path, f"line {number}: ideal", "expected text or a list of texts")
-        rows.append(row)
-    if not rows:
-        raise ImportInputError(path, None, "no samples", "write one JSON object a line")
-    if chats:
-        plan.not_carried(path.name, "chat input", f"the roles of {chats} samples' messages: each input is written as "
-                         "one text (a system message first, then `User:` and `Assistant:` lines)", None)
-    return rows
-
-
-def _chat_text(messages: list[Any], path: Path, number: int) -> tuple[str, int]:
-    """A chat prompt as text, as openai/evals' chat_prompt_to_text_prompt writes it (without the completion
-    prefix): one message alone is its content; else each message on a line after its role."""
-    for message in messages:
-        if not isinstance(message, Mapping) or not isinstance(message.get("content"), str):
-            raise ImportInputError(path, f"line {number}: input", "a chat input is a list of {role, content} "
-                                   "messages")
-    if len(messages) == 1:
-        return messages[0]["content"], 0
-    prefixes = {"system": "", "example_user": "User: ", "example_assistant": "Assistant: "}
-    lines = []
-    for message in messages:
-        role = str(message.get("name") or message.get("role") or "user")
-        lines.append(prefixes.get(role, role.capitalize() + ": ") + message["content"])
-    return "\n".join(lines).lstrip(), 1
-
-
-def _every_row_has(path: Path, rows: list[dict[str, Any]], key: str, why: str) -> None:
-    for number, row in enumerate(rows, 1):
-        if key not in row:
-            raise ImportInputError(path, f"row {number}: {key}", f"missing: {why}", f"give every sample {key!r}")
 
 
 def _rubric(plan: Plan, source: str, dimensions: dict[str, Any]) -> None:
@@ -440,14 +410,18 @@ def _rubric(plan: Plan, source: str, dimensions: dict[str, Any]) -> None:
                                          f"{THRESHOLD} is this rubric's; choose yours."))
 
 
-def _write_common(plan: Plan, source: str, rows: list[dict[str, Any]], samples_path: Path, input_key: str,
+def _write_common(plan: Plan, source: str, samples: Samples, samples_path: Path, input_key: str,
                   extra: list[str], evaluator: dict[str, Any] | None, has_ideal: bool) -> None:
     data_file = f"data/{plan.name}.samples.jsonl"
     plan.add(f"{plan.suite_dir}/{data_file}",
-             "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
-    plan.add(f"{plan.suite_dir}/prompts/input.txt", "{inputs." + input_key + "}")
+             "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in samples.rows))
+    template, text = producer_template(samples, input_key, "input")
+    plan.add(f"{plan.suite_dir}/{template}", text)
+    if input_key in samples.with_system:
+        plan.notes.append(f"note: {samples_path.name}: the chat inputs stay messages: each sample's system message is "
+                          f"the system prompt and its user message the message ({plan.suite_dir}/{template})")
     agent: dict[str, Any] = {"description": f"openai/evals {source}", "rubric": f"../../{plan.rubric_file}",
-                             "producer": {"template": "prompts/input.txt"}}
+                             "producer": {"template": template}}
     if evaluator is not None:
         agent["evaluator"] = evaluator
     suite = {"defaults": dict(NO_REVISION), "model": {"model": ModelSettings().model}, "agents": {plan.name: agent}}
@@ -459,7 +433,7 @@ def _write_common(plan: Plan, source: str, rows: list[dict[str, Any]], samples_p
                             "licence)\n    evaluator:\n", 1)
     plan.add(f"{plan.suite_dir}/agents.yaml", text)
     dataset: dict[str, Any] = {"file": data_file,
-                               "inputs": {key: "{" + key + "}" for key in (input_key, *extra)}}
+                               "inputs": {key: "{" + key + "}" for key in (*samples.columns(input_key), *extra)}}
     if has_ideal:
         dataset["expected"] = "{ideal}"
     cases = {"agent": plan.name, "dataset": dataset}

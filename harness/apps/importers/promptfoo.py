@@ -1,22 +1,26 @@
 """``harness import promptfoo promptfooconfig.yaml``: a promptfoo config as a rubric, agents and cases.
 
-Each prompt becomes a ``template:`` file (promptfoo's ``{{ var }}`` is already a slot here). One prompt and one
+Each prompt becomes a ``template:`` file (promptfoo's ``{{ var }}`` is already a slot here; a chat prompt a chat
+template, each message in its role). One prompt and one
 provider make one agent; promptfoo's grid of prompts x providers makes one agent with ``variants:`` (a ``producer``
 axis of the prompts, a ``model`` axis of the providers), so every test runs on every pair and the reports show the
 grid. ``defaultTest``'s asserts become the agent's rubric and each test a case: its vars the inputs, its
 deterministic asserts the case's ``checks:`` and its model-graded ones its ``criteria:``, each with ``min_score``
 its threshold or 1, because promptfoo passes a test only when every assert passes. The model-graded asserts are
-judged with promptfoo's own grading prompt, written as the evaluator's template file, on
-``defaultTest.options.provider`` when the config names one.
+judged by a grader of the library where one judges them as promptfoo does (``graders/llm-rubric``, promptfoo's
+llm-rubric judge; ``graders/g-eval``, ``graders/closedqa``), else by a template of the suite's own
+(:mod:`harness.apps.importers.promptfoo_judge`), on ``defaultTest.options.provider`` when the config names one.
 
 Whatever has no counterpart (JavaScript and Python asserts, cost and latency gates, Nunjucks filters, ...) is one
-``not carried over:`` line saying why and what to do instead.
+``not carried over:`` line saying why and what to do instead; a JavaScript assert's names the nearest check.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import textwrap
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -32,7 +36,9 @@ from harness.apps.importers import (
     unique,
     unsupported_template_parts,
 )
+from harness.apps.importers.chat import as_chat_template, flattened, template_text
 from harness.apps.importers.promptfoo_asserts import Config, Dim, dimension, transform_of
+from harness.apps.importers.promptfoo_judge import Judge, judge_of
 from harness.apps.importers.promptfoo_tests import (
     RESERVED,
     asserts_of,
@@ -46,35 +52,8 @@ from harness.base.errors import HarnessConfigError
 from harness.base.yamlfile import parse_yaml, read_text
 
 SOURCE = "promptfoo"
+Prompt = str | list[dict[str, str]]  # a prompt as a template: text, or a chat template's messages
 
-# promptfoo's DEFAULT_GRADING_PROMPT, the llm-rubric judge, as promptfoo publishes it (the system message, then
-# the user message): github.com/promptfoo/promptfoo, src/prompts/grading.ts (MIT licence). Prompt text only.
-GRADING_PROMPT = """\
-You are grading output according to a user-specified rubric. If the statement in the rubric is true, then the \
-output passes the test. You respond with a JSON object with this structure: {reason: string, pass: boolean, \
-score: number}
-
-Examples:
-
-<Output>Hello world</Output>
-<Rubric>Content contains a greeting</Rubric>
-{"reason": "the content contains the word 'Hello'", "pass": true, "score": 1.0}
-
-<Output>Avast ye swabs, repel the invaders!</Output>
-<Rubric>Does not speak like a pirate</Rubric>
-{"reason": "'avast ye' is a common pirate term", "pass": false, "score": 0.0}
-
-<Output>
-{{ output }}
-</Output>
-<Rubric>
-{{ rubric }}
-</Rubric>
-"""
-GRADING_CREDIT = ("promptfoo's llm-rubric grading prompt (DEFAULT_GRADING_PROMPT), as published\n"
-                  "in github.com/promptfoo/promptfoo, src/prompts/grading.ts (MIT licence)")
-
-"""Slot names the harness fills itself: a var of that name is written ``{{inputs.NAME}}``."""
 TOP_LEVEL = ("description", "prompts", "providers", "targets", "defaultTest", "tests", "env")
 
 
@@ -114,7 +93,7 @@ def plan_import(config_path: Path, out: Path, name: str | None = None) -> Plan:
     taken = [d.id for d in rubric_dims]
     cases = [case_of(config, test, where, number, plan, taken, default_transform)
              for number, (where, test) in enumerate(expanded(tests, config), 1)]
-    judged = any(d.judge for d in rubric_dims) or any(c["_judged"] for c in cases)
+    judged = any(d.judge is not None for d in rubric_dims) or any(c["_judged"] for c in cases)
     names = {str(k) for k in (default.get("vars") or {})} | {str(k) for c in cases for k in c["vars"]}
     for dim in rubric_dims + [d for c in cases for d in c["dims"]]:
         dim.description, dim.check = qualified(dim.description, names), qualified(dim.check, names)
@@ -127,24 +106,26 @@ def plan_import(config_path: Path, out: Path, name: str | None = None) -> Plan:
     if names & RESERVED:
         plan.notes.append(f"note: vars named {', '.join(sorted(names & RESERVED))} are written {{{{ inputs.NAME }}}}: "
                           "the bare names are the harness's own slots")
+    grading = judge_of(default, plan, rubric_dims, cases, _custom_prompt(config, default, plan)) if judged else None
     plan.add(plan.rubric_file, _rubric_text(plan, config, rubric_dims, default_transform))
-    plan.add(f"{plan.suite_dir}/agents.yaml", _agents_text(plan, config, templates, models, judge, judged,
-                                                           rubric_dims, cases))
-    if judged:
-        plan.add(f"{plan.suite_dir}/judges/llm-rubric.txt", _grading_prompt(config, default, plan))
+    plan.add(f"{plan.suite_dir}/agents.yaml", _agents_text(plan, config, templates, models, judge, grading))
+    for path, text in (grading.files if grading else {}).items():
+        plan.add(f"{plan.suite_dir}/{path}", text)
     for name, (where, text) in templates.items():
-        plan.add(f"{plan.suite_dir}/prompts/{name}.txt", text)
+        plan.add(f"{plan.suite_dir}/{_prompt_file(name, text)}",
+                 template_text(text) if isinstance(text, list) else text)
     shared = _inputs(config, default.get("vars") or {}, "defaultTest.vars", plan, out / plan.suite_dir)
     agent = _agent_name(plan, templates, models)
-    plan.add(f"{plan.suite_dir}/{agent}.cases.yaml", _cases_text(plan, config, agent, shared, cases, out))
+    plan.add(f"{plan.suite_dir}/{agent}.cases.yaml", _cases_text(plan, config, agent, shared, cases, out,
+                                                                 grading.expected if grading else {}))
     return plan
 
 
 # --- prompts -----------------------------------------------------------------------------------
 
 
-def _prompts(config: Config, raw: Any, plan: Plan) -> Iterator[tuple[str, str, str | None]]:
-    """(where, raw text, label) of each prompt."""
+def _prompts(config: Config, raw: Any, plan: Plan) -> Iterator[tuple[str, Prompt, str | None]]:
+    """(where, the prompt: its text or a chat template's messages, label) of each prompt."""
     if isinstance(raw, str):
         raw = [raw]
     if isinstance(raw, Mapping):  # the legacy {file://path: label} form
@@ -165,12 +146,24 @@ def _prompts(config: Config, raw: Any, plan: Plan) -> Iterator[tuple[str, str, s
             raise config.error(where, f"expected a prompt text or a mapping, got {type(item).__name__}")
         if text.startswith("file://"):
             yield from _prompt_files(config, text, where, label, plan)
+        elif text.lstrip().startswith("[") and _is_chat(text):  # promptfoo reads a JSON list of messages as a chat
+            yield where, _chat_prompt(json.loads(text), where, plan, config), str(label) if label else None
         else:
             yield where, text, str(label) if label else None
 
 
+def _is_chat(text: str) -> bool:
+    """Whether a raw prompt is a JSON list of chat messages (``[{"role": ..., "content": ...}]``)."""
+    try:
+        messages = json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(messages, list) and bool(messages) and all(
+        isinstance(m, Mapping) and "role" in m and "content" in m for m in messages)
+
+
 def _prompt_files(config: Config, ref: str, where: str, label: Any,
-                  plan: Plan) -> Iterator[tuple[str, str, str | None]]:
+                  plan: Plan) -> Iterator[tuple[str, Prompt, str | None]]:
     if re.search(r"\.(js|cjs|mjs|ts|py)(:\w+)?$", ref):
         plan.not_carried(where, "prompt function", f"{ref} builds the prompt in code",
                          "write the prompt as a template file, or use a `python: module:function` producer")
@@ -179,13 +172,13 @@ def _prompt_files(config: Config, ref: str, where: str, label: Any,
         stem = identifier(path.stem, "prompt")
         if path.suffix in (".json", ".yaml", ".yml"):
             messages = config.load(path, where)
-            yield where, _chat_as_text(messages, where, plan, config), str(label) if label else stem
+            yield where, _chat_prompt(messages, where, plan, config), str(label) if label else stem
             continue
         if path.suffix == ".jsonl":
             for number, line in enumerate(read_text(path).splitlines(), 1):
                 if line.strip():
-                    yield (f"{where} ({path.name} line {number})", _chat_as_text(config.json(line, where), where,
-                                                                                  plan, config), f"{stem}_{number}")
+                    place = f"{where} ({path.name} line {number})"
+                    yield place, _chat_prompt(config.json(line, where), place, plan, config), f"{stem}_{number}"
             continue
         parts = _split_prompts(read_text(path))
         for number, text in enumerate(parts, 1):
@@ -206,30 +199,43 @@ def _split_prompts(text: str) -> list[str]:
     return [part for part in parts if part]
 
 
-def _chat_as_text(messages: Any, where: str, plan: Plan, config: Config) -> str:
+def _chat_prompt(messages: Any, where: str, plan: Plan, config: Config) -> Prompt:
+    """A chat prompt's messages as a chat template's, each in its role; as one text when they do not fit one."""
     if isinstance(messages, str):
         return messages
     if not isinstance(messages, list) or not all(isinstance(m, Mapping) and "content" in m for m in messages):
         raise config.error(where, "a chat prompt is a list of {role, content} messages")
-    plan.not_carried(where, "chat prompt", "the roles of its messages: a template is sent as one user message",
-                     "check the template file, where each message is a `role:` paragraph")
-    return "\n\n".join(f"{m.get('role', 'user')}: {m['content']}" for m in messages)
+    return as_chat_template(messages, config.path, where, plan) or flattened(messages)
 
 
-def _agents(plan: Plan, prompts: list[tuple[str, str, str | None]]) -> dict[str, tuple[str, str]]:
-    """Agent name -> (where, template text), with a line for each piece of Nunjucks that does not carry over."""
-    agents: dict[str, tuple[str, str]] = {}
-    for number, (where, text, label) in enumerate(prompts, 1):
+def _agents(plan: Plan, prompts: list[tuple[str, Prompt, str | None]]) -> dict[str, tuple[str, Prompt]]:
+    """Agent name -> (where, template: a text, or a chat template's messages), with a line for each piece of
+    Nunjucks that does not carry over."""
+    agents: dict[str, tuple[str, Prompt]] = {}
+    for number, (where, prompt, label) in enumerate(prompts, 1):
         name = unique(identifier(label, "prompt") if label else f"prompt_{number}", agents)
-        for part in unsupported_template_parts(text):
-            plan.not_carried(where, "nunjucks", f"`{part}`: template tags, filters and expressions do not run "
-                             "here; the text stays as written", "compute the value into a var of each test")
-        text, protected = protect_literal_braces(text)
-        for slot in protected:
-            plan.not_carried(where, "braces", f"`{{{slot}}}` is text in promptfoo but a slot here; it is written "
-                             f"`{{ {slot} }}`", None)
-        agents[name] = (where, text)
+        if isinstance(prompt, list):
+            agents[name] = (where, [{**m, "content": _template(m["content"], where, plan)} for m in prompt])
+        else:
+            agents[name] = (where, _template(prompt, where, plan))
     return agents
+
+
+def _template(text: str, where: str, plan: Plan) -> str:
+    """A prompt's text as a template here: its Nunjucks left as written, its literal braces protected."""
+    for part in unsupported_template_parts(text):
+        plan.not_carried(where, "nunjucks", f"`{part}`: template tags, filters and expressions do not run "
+                         "here; the text stays as written", "compute the value into a var of each test")
+    text, protected = protect_literal_braces(text)
+    for slot in protected:
+        plan.not_carried(where, "braces", f"`{{{slot}}}` is text in promptfoo but a slot here; it is written "
+                         f"`{{ {slot} }}`", None)
+    return text
+
+
+def _prompt_file(name: str, prompt: Prompt) -> str:
+    """Where a prompt's template goes: ``prompts/NAME.yaml`` for a chat template, ``prompts/NAME.txt`` for text."""
+    return f"prompts/{name}.{'yaml' if isinstance(prompt, list) else 'txt'}"
 
 
 # --- providers ---------------------------------------------------------------------------------
@@ -338,31 +344,28 @@ def _rubric_text(plan: Plan, config: Config, dims: list[Dim], transform: dict[st
                      "when every assert passes: each dimension's min_score is its bar, and the threshold sets none.")
 
 
-def _agent_name(plan: Plan, templates: dict[str, tuple[str, str]], models: dict[str, dict[str, Any]]) -> str:
+def _agent_name(plan: Plan, templates: dict[str, tuple[str, Prompt]], models: dict[str, dict[str, Any]]) -> str:
     """The agent: named for its one prompt, or for the config when its prompts and providers are variants."""
     return next(iter(templates)) if len(templates) == 1 and len(models) <= 1 else plan.name
 
 
-def _agents_text(plan: Plan, config: Config, templates: dict[str, tuple[str, str]],
-                 models: dict[str, dict[str, Any]], judge: dict[str, Any] | None, judged: bool,
-                 rubric_dims: list[Dim], cases: list[dict[str, Any]]) -> str:
+def _agents_text(plan: Plan, config: Config, templates: dict[str, tuple[str, Prompt]],
+                 models: dict[str, dict[str, Any]], judge: dict[str, Any] | None, grading: Judge | None) -> str:
     data: dict[str, Any] = {"defaults": dict(NO_REVISION)}
     if len(models) == 1:
         data["model"] = next(iter(models.values()))
     if judge is not None:
         data["judge"] = judge
-    only_rubric_text = all(d.kind == "llm-rubric" for d in rubric_dims + [d for c in cases for d in c["dims"]]
-                           if d.judge is not None)
-    evaluator = {"template": "judges/llm-rubric.txt",
-                 "slots": {"output": "output", "rubric": "criteria"} if only_rubric_text else {"output": "output"}}
     first = next(iter(templates))
     agent: dict[str, Any] = {"description": f"promptfoo {', '.join(where for where, _ in templates.values())}",
-                             "rubric": f"../../{plan.rubric_file}", "producer": {"template": f"prompts/{first}.txt"}}
-    if judged:
-        agent["evaluator"] = evaluator
+                             "rubric": f"../../{plan.rubric_file}",
+                             "producer": {"template": _prompt_file(first, templates[first][1])}}
+    if grading is not None:
+        agent["evaluator"] = grading.evaluator
     variants: dict[str, Any] = {}
     if len(templates) > 1:
-        variants["producer"] = {name: {"template": f"prompts/{name}.txt"} for name in templates}
+        variants["producer"] = {name: {"template": _prompt_file(name, prompt)}
+                                for name, (_, prompt) in templates.items()}
     if len(models) > 1:
         variants["model"] = {name: settings["model"] if len(settings) == 1 else settings
                              for name, settings in models.items()}
@@ -371,22 +374,30 @@ def _agents_text(plan: Plan, config: Config, templates: dict[str, tuple[str, str
     data["agents"] = {_agent_name(plan, templates, models): agent}
     text = dump_yaml(data, comment=_header(config, "The agent" + (": its prompts x providers are variants, every "
                                                                   "test runs on each" if variants else "")))
-    credit = "".join(f"    # {line}\n" for line in f"judges/llm-rubric.txt: {GRADING_CREDIT}".splitlines())
-    return text.replace("    evaluator:\n", f"{credit}    evaluator:\n")
+    if grading is None:
+        return text
+    credit = "".join(f"    # {line}\n" for line in textwrap.wrap(grading.credit, 112))
+    return re.sub(r"(?m)^    evaluator:", lambda m: credit + m[0], text, count=1)
 
 
-def _grading_prompt(config: Config, default: Mapping[str, Any], plan: Plan) -> str:
+def _custom_prompt(config: Config, default: Mapping[str, Any], plan: Plan) -> tuple[str, str] | None:
+    """``defaultTest.options.rubricPrompt`` as the suite's judge template (its path in the suite, its text): a chat
+    template when it is a list of messages; None when the config has none (the judge is then promptfoo's, from the
+    library)."""
     options = default.get("options") if isinstance(default.get("options"), Mapping) else {}
     custom = options.get("rubricPrompt")
     if custom is None:
-        return GRADING_PROMPT
+        return None
     if isinstance(custom, str) and custom.startswith("file://"):
         path = config.file_path(custom, "defaultTest.options.rubricPrompt")
         structured = path.suffix in (".json", ".yaml", ".yml")
         custom = config.load(path, "defaultTest.options.rubricPrompt") if structured else read_text(path)
     if isinstance(custom, str) and custom.lstrip().startswith("["):
         custom = config.json(custom, "defaultTest.options.rubricPrompt")
-    return _chat_as_text(custom, "defaultTest.options.rubricPrompt", plan, config)
+    prompt = _chat_prompt(custom, "defaultTest.options.rubricPrompt", plan, config)
+    if isinstance(prompt, list):
+        return "judges/llm-rubric.yaml", template_text(prompt)
+    return "judges/llm-rubric.txt", prompt
 
 
 def _inputs(config: Config, variables: Any, where: str, plan: Plan, case_dir: Path) -> dict[str, Any]:
@@ -412,7 +423,7 @@ def _inputs(config: Config, variables: Any, where: str, plan: Plan, case_dir: Pa
 
 
 def _cases_text(plan: Plan, config: Config, agent: str, shared: dict[str, Any], cases: list[dict[str, Any]],
-                out: Path) -> str:
+                out: Path, expected: dict[str, str]) -> str:
     case_dir = out / plan.suite_dir
     items = []
     for case in cases:
@@ -422,6 +433,8 @@ def _cases_text(plan: Plan, config: Config, agent: str, shared: dict[str, Any], 
         inputs = _inputs(config, case["vars"], f"{case['where']}.vars", plan, case_dir)
         if inputs:
             item["inputs"] = inputs
+        if case["id"] in expected:  # closed QA's criterion, as graders/closedqa reads it
+            item["expected"] = expected[case["id"]]
         checks = [d.as_case_item() for d in case["dims"] if d.check is not None]
         criteria = [d.as_case_item() for d in case["dims"] if d.judge is not None]
         if checks:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.apps.importers import ImportInputError, Plan, identifier, protect_literal_braces, unique
+from harness.apps.importers.promptfoo_javascript import nearest_check
 from harness.base import slots
 from harness.base.errors import HarnessConfigError
 from harness.base.fields import inside
@@ -38,6 +39,7 @@ PYTHON_CHECK = ("a `python: module:function` check in the rubric (or in a case, 
 PYTHON_TRANSFORM = ("write a `transform: module:function` in Python in the rubric (or on a case's check, once ini "
                     "harness_data_modules lists its module)")
 JUDGED = ("llm-rubric", "model-graded-closedqa", "factuality", "model-graded-factuality", "g-eval")
+ONE_KIND = "it is the only kind of model-graded assert in the config, every test with vars"
 NOT_CARRIED = {
     "javascript": ("JavaScript does not run here",
                    f"write it as {PYTHON_CHECK}: it gets the artifact and returns a score, (score, reason) or "
@@ -73,6 +75,8 @@ class Dim:
     judge: dict[str, Any] | None = None
     transform: dict[str, Any] | None = None
     kind: str = ""
+    criterion: str | None = None  # a judged assert's own text (closed QA's criterion, a case's expected: there)
+    note: str | None = None  # the not-carried line of its fallback, taken back when a library grader carries it
 
     def as_case_item(self) -> dict[str, Any]:
         item: dict[str, Any] = {"id": self.id}
@@ -277,6 +281,8 @@ def _check(config: Config, base: str, negated: bool, value: Any, threshold: floa
         return _similar(base, value, text, threshold, where, plan), described, (
             1.0 if base == "levenshtein" else threshold if threshold is not None else 0.75)
     why, instead = _not_carried_reason(base, negated)
+    if base == "javascript" and not negated:  # the check nearest to what the expression tests
+        instead = nearest_check(value)
     plan.not_carried(where, kind, why, instead)
     return None, "", 1.0
 
@@ -330,12 +336,12 @@ def _judged(config: Config, base: str, value: Any, threshold: float | None, weig
                      "exhaustive": True}
         return Dim(name, weight, threshold if threshold is not None else 1.0, text, judge=judge, kind=base)
     if base == "model-graded-closedqa":
-        plan.not_carried(where, base, "promptfoo's closed-QA prompt: graded with the llm-rubric prompt, as choices "
-                         "Y and N", None)
+        note = plan.not_carried(where, base, "promptfoo's closed-QA prompt: graded with the llm-rubric prompt, as "
+                                "choices Y and N", f"graders/closedqa judges it when {ONE_KIND}, one in every test")
         return Dim(name, weight, 1.0, f"Does the output meet this criterion? {text}",
                    judge={"choices": {"Y": {"score": 1, "description": "the output meets the criterion"},
                                       "N": {"score": 0, "description": "the output does not meet the criterion"}}},
-                   kind=base)
+                   kind=base, criterion=text, note=note)
     if base in ("factuality", "model-graded-factuality"):
         plan.not_carried(where, base, "promptfoo's factuality prompt: graded with the llm-rubric prompt, as choices "
                          "A to E", None)
@@ -344,9 +350,11 @@ def _judged(config: Config, base: str, value: Any, threshold: float | None, weig
                    for label, (score, text_) in FACTUALITY_CHOICES.items()}
         return Dim(name, weight, 1.0, f"Compare the factual content of the output with this expert answer: {text}",
                    judge={"choices": choices}, kind=base)
-    plan.not_carried(where, base, "G-Eval's generated evaluation steps: the criterion is rated 0 to 10 without them",
-                     "add `steps:` (a list) to the criterion")
-    return Dim(name, weight, threshold if threshold is not None else 0.7, text, judge={"scale": [0, 10]}, kind=base)
+    note = plan.not_carried(where, base, "G-Eval's generated evaluation steps: the criterion is rated 0 to 10 "
+                            "without them", f"add `steps:` (a list) to the criterion; graders/g-eval writes them "
+                            f"when {ONE_KIND}, at most one a test")
+    return Dim(name, weight, threshold if threshold is not None else 0.7, text, judge={"scale": [0, 10]}, kind=base,
+               criterion=text, note=note)
 
 
 def _factuality_scores(item: Mapping[str, Any]) -> dict[str, float]:

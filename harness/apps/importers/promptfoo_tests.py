@@ -144,7 +144,7 @@ def case_of(config: Config, test: Mapping[str, Any], where: str, number: int, pl
     if not taken and not dims:
         plan.notes.append(f"note: {where}: no assert carries over: the case checks only that there is an output")
         dims.append(Dim("has_output", 1.0, 1.0, "an output", check={"length": {"min_chars": 1}}, kind="output"))
-    if own is not None and any(d.judge for d in dims):
+    if own is not None and any(d.judge is not None for d in dims):
         plan.not_carried(f"{where}.options.transform", None, "the judge sees the output before the transform",
                          "move the transform to defaultTest.options to transform what the judge sees too")
     for key in ("threshold", "provider", "providerOutput", "metadata", "prompts"):
@@ -152,7 +152,7 @@ def case_of(config: Config, test: Mapping[str, Any], where: str, number: int, pl
             plan.not_carried(f"{where}.{key}", None, "no counterpart in a case" + (
                 ": a pass mark is set per rubric or agent (`threshold:`)" if key == "threshold" else ""))
     return {"where": where, "id": f"test-{number}", "description": test.get("description"),
-            "vars": test.get("vars") or {}, "dims": dims, "_judged": any(d.judge for d in dims)}
+            "vars": test.get("vars") or {}, "dims": dims, "_judged": any(d.judge is not None for d in dims)}
 
 
 def qualified(value: Any, names: set[str]) -> Any:

@@ -16,6 +16,7 @@ from pathlib import Path
 from harness.base.errors import HarnessConfigError
 from harness.base.models import AgentConfig, Case, Rubric
 from harness.evaluation.engine import CasePlan, run_loop
+from harness.evaluation.judge_program import JudgeProgramRunner
 from harness.evaluation.items.kinds import ItemContext, ItemKind, ItemSpec, item_kind
 from harness.evaluation.items.result import item_title
 from harness.evaluation.runners import Runner
@@ -139,7 +140,9 @@ class CaseKind(ItemKind):
         if ensemble is not None and "evaluator" in agent.models and not context.judge_model:
             names += ensemble.names  # the cost cap checks every judge's price, not the first's alone
         models = tuple(dict.fromkeys(names))
-        return _AgentFit(CaseFit(agent, rubric), models), runners
+        judge = runners.get("evaluator")
+        program = judge.program if isinstance(judge, JudgeProgramRunner) else None  # its case slots are checked too
+        return _AgentFit(CaseFit(agent, rubric, program), models), runners
 
     def run(self, spec: ItemSpec, nodeid: str, context: ItemContext) -> LoopResult:
         work: CaseWork = spec.payload

@@ -51,6 +51,8 @@ class ProviderPolicy(Protocol):
                      tokens_used: Callable[[Response], tuple[int, int]] | None = None) -> Response: ...
 
 ENTRY_POINT_GROUP = "harness.providers"
+# the settings of a request a provider may not send (:meth:`Provider.sends`); ``logprobs``: ``top_logprobs``
+GENERATION_SETTINGS = ("temperature", "top_p", "stop", "seed", "logprobs")
 _BUILTIN = {
     "anthropic": "harness.llm.providers.anthropic:AnthropicProvider",
     "openai": "harness.llm.providers.openai:OpenAIProvider",
@@ -100,6 +102,12 @@ class Provider(ABC):
         """Whether a request's ``temperature`` is sent for ``model`` (the name this provider knows). A provider
         says False where its API rejects the parameter: a setting must never break a call."""
         return True
+
+    def sends(self, setting: str, model: str) -> bool:
+        """Whether a request's generation setting (:data:`GENERATION_SETTINGS`) is sent for ``model``: ``top_p``
+        goes where ``temperature`` does, the others by default (a provider says False where its API rejects one;
+        a setting it does not send is still recorded and in the response cache's key)."""
+        return self.sends_temperature(model) if setting in ("temperature", "top_p") else True
 
     def ready(self) -> None:
         """Make what a call needs before its clock starts (an SDK's import, its client): ``timeout_s`` bounds

@@ -93,6 +93,11 @@ class AnthropicProvider(SdkProvider):
         at its own default; the response cache is what makes a rerun reproducible (docs/model-calls.md)."""
         return False
 
+    def sends(self, setting: str, model: str) -> bool:
+        """Only ``stop`` (as ``stop_sequences``): ``temperature`` and ``top_p`` are refused (above), and the Messages
+        API has no seed and no log probabilities."""
+        return setting == "stop"
+
     def _make_sdk(self) -> anthropic.Anthropic:
         sdk = import_sdk()
         return sdk.Anthropic(api_key=self._api_key, base_url=self._base_url, timeout=self.settings.timeout_s,
@@ -147,10 +152,12 @@ def _tokens_used(response: Any) -> tuple[int, int] | tuple[None, None]:
 
 
 def wire_params(request: ModelRequest) -> dict[str, Any]:
-    """The Messages API parameters of a neutral request (``temperature`` is not one:
-    :meth:`AnthropicProvider.sends_temperature`)."""
+    """The Messages API parameters of a neutral request (``temperature``, ``top_p``, ``seed`` and log probabilities
+    are not among them: :meth:`AnthropicProvider.sends`)."""
     params: dict[str, Any] = {"model": request.model, "max_tokens": request.max_tokens,
                               "messages": [_wire_message(m) for m in request.messages]}
+    if request.stop:
+        params["stop_sequences"] = list(request.stop)
     system = _system_param(request.system, request.cached_system_prefix)
     if system:
         params["system"] = system

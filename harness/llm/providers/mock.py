@@ -8,6 +8,9 @@ suite, a test of the harness or a user's own test can run whole and offline. Bui
 * ``mock/score-X`` (``mock/score-0.4``): as ``echo``, but a judge's answer scores every dimension X (on a
   ``scale``, the nearest rating; with exhaustive levels, the nearest level; with ``choices``, the first label).
 
+Every model honours the request's ``stop`` sequences: a text answer ends before the first one found in it. None
+returns log probabilities.
+
 Script a model of your own in a conftest.py or a plugin::
 
     from harness.llm.providers.mock import MockAnswer, mock_model
@@ -88,6 +91,11 @@ class MockProvider(Provider):
     def base_url(self) -> str:
         return "mock://"
 
+    def sends(self, setting: str, model: str) -> bool:
+        """Every setting but log probabilities, which the mock has none of (a weighted judge falls back to its plain
+        rating). It honours ``stop``; ``temperature``, ``top_p`` and ``seed`` change nothing of its answers."""
+        return setting != "logprobs"
+
     def send(self, request: ModelRequest, *, batch: bool = False) -> ModelReply:
         model = self.settings.name
         problem = self.check_name(model)
@@ -119,6 +127,9 @@ class MockProvider(Provider):
             calls = ()
             text = answer.text if answer.data is None else json.dumps(answer.data)
             stop = answer.stop_reason
+            cut = min((at for at in (text.find(sequence) for sequence in request.stop) if at >= 0), default=-1)
+            if cut >= 0:  # as a real model: the answer ends before the first stop sequence, which it leaves out
+                text, stop = text[:cut], "stop_sequence"
         sent = json.dumps([request.system, request.cached_system_prefix, request.cache_payload()["messages"]])
         usage = Usage(input_tokens=max(1, len(sent) // 4), output_tokens=max(1, (len(text) + len(
             json.dumps([c.input for c in calls]))) // 4))

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from harness.base.errors import ExitCode, ModelCallError
 from harness.base.usage import Usage
 from harness.llm.providers import ProviderPolicy, SdkErrors, SdkProvider
-from harness.llm.types import Message, ModelReply, ModelRequest, ToolCall
+from harness.llm.types import Message, ModelReply, ModelRequest, TokenLogprob, ToolCall
 
 if TYPE_CHECKING:
     import openai
@@ -100,6 +100,11 @@ class OpenAIProvider(SdkProvider):
         Other models, and every server of your own (vLLM, Ollama, a proxy), get the setting."""
         return not (self._is_openai and _DEFAULT_TEMPERATURE_ONLY.match(model) is not None)
 
+    def sends(self, setting: str, model: str) -> bool:
+        """OpenAI's reasoning models refuse ``top_p``, ``stop`` and ``logprobs`` as they refuse ``temperature``:
+        they get only ``seed``. Every other model and server gets them all."""
+        return setting == "seed" or self.sends_temperature(model)
+
     def preload(self) -> None:
         global _preloading
         with _preload_lock:
@@ -140,6 +145,11 @@ class OpenAIProvider(SdkProvider):
         params: dict[str, Any] = {"model": request.model, "messages": messages, limit: request.max_tokens}
         if self.sends_temperature(request.model):
             params["temperature"] = request.temperature
+        sent = {"top_p": request.top_p, "stop": list(request.stop) or None, "seed": request.seed}
+        params.update({key: value for key, value in sent.items()
+                       if value is not None and self.sends(key, request.model)})
+        if request.top_logprobs and self.sends("logprobs", request.model):
+            params.update(logprobs=True, top_logprobs=request.top_logprobs)
         if request.tools:
             params["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                                  "parameters": t.schema}} for t in request.tools]
@@ -200,7 +210,26 @@ def reply_from_completion(body: Mapping[str, Any], requested_model: str) -> Mode
     usage = Usage(input_tokens=max(0, int(u.get("prompt_tokens") or 0) - cached),
                   output_tokens=int(u.get("completion_tokens") or 0), cache_read_tokens=cached)
     return ModelReply(text=text, tool_calls=tuple(calls), usage=usage,
-                      model=f"openai/{body.get('model') or requested_model}", stop_reason=stop)
+                      model=f"openai/{body.get('model') or requested_model}", stop_reason=stop,
+                      logprobs=_logprobs(choice.get("logprobs")))
+
+
+def _logprobs(given: Any) -> tuple[TokenLogprob, ...] | None:
+    """The answer's tokens with their log probabilities (``choices[0].logprobs.content``), or None when the server
+    sent none (it was not asked, or it ignores the parameter) or sent something else."""
+    content = given.get("content") if isinstance(given, Mapping) else None
+    if not isinstance(content, list) or not content:
+        return None
+    tokens = []
+    for entry in content:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("token"), str):
+            return None
+        top = tuple((str(alt["token"]), float(alt["logprob"])) for alt in entry.get("top_logprobs") or []
+                    if isinstance(alt, Mapping) and isinstance(alt.get("token"), str)
+                    and isinstance(alt.get("logprob"), (int, float)))
+        logprob = entry.get("logprob")
+        tokens.append(TokenLogprob(entry["token"], float(logprob) if isinstance(logprob, (int, float)) else 0.0, top))
+    return tuple(tokens)
 
 
 def _policy_transport(http: Any, provider: OpenAIProvider) -> Any:
