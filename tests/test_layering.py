@@ -32,7 +32,8 @@ PLUGIN_STAYS_LIGHT = ("the plugin is imported in every pytest session of every p
 PANDAS_WHEN_NEEDED = "pandas and matplotlib load only when a command, a report or a plot needs them"
 DEFERRED = {
     **{("harness.face.plugin", target): PLUGIN_STAYS_LIGHT for target in (
-        "harness.base.errors", "harness.base.models", "harness.base.redaction", "harness.face.hookspecs",
+        "harness.base.errors", "harness.base.models", "harness.base.redaction", "harness.face.batch_report",
+        "harness.face.hookspecs",
         "harness.face.nodes", "harness.face.report_text", "harness.face.scheduler", "harness.face.session",
         "harness.evaluation.items", "harness.face.verdict",
         "harness.llm", "harness.llm.prices", "harness.llm.providers", "harness.loading", "harness.records")},

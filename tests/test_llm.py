@@ -225,11 +225,11 @@ def test_usage_and_cache_tokens_are_parsed(fake_anthropic: FakeAnthropic) -> Non
 
 def test_simulated_cache_writes_then_reads(fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.queue(Reply.text("a"), Reply.text("b"))
-    client = ModelClient(FAST)
-    first = client.complete(system="x", messages=[Message.user("1")], cached_system_prefix="R" * 400)
-    second = client.complete(system="y", messages=[Message.user("2")], cached_system_prefix="R" * 400)
-    assert (first.usage.cache_write_tokens, first.usage.cache_read_tokens) == (100, 0)
-    assert (second.usage.cache_write_tokens, second.usage.cache_read_tokens) == (0, 100)
+    client = ModelClient(FAST)  # claude-haiku-4-5 caches a prefix of 4,096 tokens or more
+    first = client.complete(system="x", messages=[Message.user("1")], cached_system_prefix="R" * 16_400)
+    second = client.complete(system="y", messages=[Message.user("2")], cached_system_prefix="R" * 16_400)
+    assert (first.usage.cache_write_tokens, first.usage.cache_read_tokens) == (4100, 0)
+    assert (second.usage.cache_write_tokens, second.usage.cache_read_tokens) == (0, 4100)
 
 
 # -- failures ---------------------------------------------------------------------------------------
@@ -439,17 +439,17 @@ def test_stats_count_tokens_cost_and_prompt_cache(fake_anthropic: FakeAnthropic)
     policy = CallPolicy(2)
     client = ModelClient(FAST, policy=policy)
     fake_anthropic.queue(Reply.text("a"), Reply.text("b"))
-    first = client.complete(system="x", messages=[Message.user("1")], cached_system_prefix="R" * 400)
-    second = client.complete(system="y", messages=[Message.user("2")], cached_system_prefix="R" * 400)
+    first = client.complete(system="x", messages=[Message.user("1")], cached_system_prefix="R" * 16_400)
+    second = client.complete(system="y", messages=[Message.user("2")], cached_system_prefix="R" * 16_400)
 
     assert first.cost_usd > 0 and not first.batched
     assert first.cost_usd == pytest.approx(price_usd("claude-haiku-4-5", first.usage))
-    assert first.usage.cache_write_tokens == 100 and second.usage.cache_read_tokens == 100  # the fake's prompt cache
+    assert first.usage.cache_write_tokens == 4100 and second.usage.cache_read_tokens == 4100  # the fake's prompt cache
     stats = policy.stats.snapshot()
     assert stats["calls"] == 2 and stats["retries"] == 0 and stats["cache_hits"] == 0
     assert stats["input_tokens"] == first.usage.input_tokens + second.usage.input_tokens
     assert stats["output_tokens"] == first.usage.output_tokens + second.usage.output_tokens
-    assert stats["cache_write_tokens"] == 100 and stats["cache_read_tokens"] == 100
+    assert stats["cache_write_tokens"] == 4100 and stats["cache_read_tokens"] == 4100
     assert stats["cost_usd"] == pytest.approx(first.cost_usd + second.cost_usd)
 
 

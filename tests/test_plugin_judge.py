@@ -178,6 +178,7 @@ def test_the_judge_request_carries_rubric_prompt_and_examples_with_a_cached_pref
         project: Project, fake_anthropic: FakeAnthropic) -> None:
     project.judged(TWO_CASES)
     fake_anthropic.responder = judge_responder({"tone": 1.0, "clarity": 1.0})
+    fake_anthropic.min_cache_tokens = 1  # this small prefix cached as a long one is (test_prompt_caching: minimums)
     project.run("suites/").assert_outcomes(passed=2)
     assert fake_anthropic.calls == 2
     # The cases run concurrently: tell the requests apart by their artifact.

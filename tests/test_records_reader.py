@@ -150,8 +150,7 @@ def test_a_reader_reads_while_a_session_writes(tmp_path: Path) -> None:
     attempt(store, cycle, "done", 1, model_usage=USAGE)
     store.write_loop_result(store.location(cycle, "writer", "done"), "suites/writer.yaml::done", "done",
                             {"success": True})
-    conn = store._connection()
-    with store.transaction(conn):  # a write in progress: an attempt started, not committed
+    with store._connection() as conn, store.transaction(conn):  # a write in progress: an attempt started, uncommitted
         conn.execute("INSERT INTO agent_runs (cycle_id, agent_name, attempt, status, created_at)"
                      " VALUES (?, 'writer', 1, 'running', '2026-02-01T10:00:01Z')", (cycle,))
         started = time.monotonic()

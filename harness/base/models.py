@@ -64,6 +64,7 @@ class ModelSettings:
     # them all. Not a constructor argument on purpose: ``dataclasses.replace(settings, model=M)`` (an evaluator's own
     # ``model:``, ``--harness-judge-model``) makes settings of the one model M, never an ensemble of M.
     ensemble: JudgeEnsemble | None = field(default=None, init=False, repr=False)
+    cascade: JudgeCascade | None = field(default=None, init=False, repr=False)  # ``judge: {cascade: ...}``, the same
 
     @property
     def provider(self) -> str:
@@ -105,6 +106,22 @@ class JudgeEnsemble:
         lead = replace(self.judges[0])
         object.__setattr__(lead, "ensemble", self)
         return lead
+
+
+@dataclass(frozen=True)
+class JudgeCascade:
+    """A cheap judge asked first (``judge: {cascade: {first: M, escalate_when: {margin: 0.1}}}``); the named judge is
+    asked only when its answer is uncertain: the item's score within ``margin`` of the threshold, a dimension within
+    it of its ``min_score``, a dimension it could not judge, or no valid answer (docs/model-calls.md)."""
+
+    first: ModelSettings
+    margin: float = 0.1
+
+    def over(self, judge: ModelSettings) -> ModelSettings:
+        """``judge``'s settings, carrying this cascade in front of it."""
+        named = replace(judge)
+        object.__setattr__(named, "cascade", self)
+        return named
 
 
 def split_model(model: str) -> tuple[str, str]:

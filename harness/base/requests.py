@@ -123,6 +123,8 @@ class JudgeRequest(_ReadsLikeItsJson):
     expected: Any = None  # the case's reference answer, when it has one (one reply judged: that turn's reference)
     conversation: Conversation | None = None  # a conversation case's: its turns and the agent's replies
     turn: int | None = None  # the turn whose reply ``artifact`` is (a ``per_turn`` dimension); None: the whole
+    threshold: float | None = None  # the item's pass threshold (None: the rubric's)
+    settled: float | None = None  # the weighted score the rest of the rubric (its checks) already gave
 
     @cached_property
     def rubric_text(self) -> str:

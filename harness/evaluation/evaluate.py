@@ -10,31 +10,28 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
-import functools
 import json
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.base import jsonschemas
 from harness.base.clock import utc_now
 from harness.base.conversation import reduce_turns
 from harness.base.errors import ModelUnavailable, ValidationFailed
-from harness.base.models import Dimension, DimensionScore, EvaluatorOutput, Rubric, rating_schema
+from harness.base.models import Dimension, DimensionScore, EvaluatorOutput, Rubric
 from harness.base.requests import JudgeRequest, Subject
 from harness.base.usage import Spend
 from harness.checks import CheckContext
 from harness.checks.transforms import noted
 from harness.evaluation.artifact_items import count_items
+from harness.evaluation.cascade import CASCADE_KEY
 from harness.evaluation.conversation import check_turns
 from harness.evaluation.ensemble import Combined, combine, item_agreement, judges_of, sample_scores
+from harness.evaluation.judge_schema import (  # noqa: F401 - answer_shape and the limits: re-exported
+    MAX_ANSWER_FIXES, MAX_ANSWER_TEXT, answer_shape, judge_schema, validation_errors)
 from harness.evaluation.runners import Runner, RunnerOutput
 
 SCORE_DECIMALS = 6
-# An answer's text fields are kept in eval.json and in SQLite; a judge that writes more is refused (the
-# model is asked once again, with the error), not stored (docs/design.md, "Limits").
-MAX_ANSWER_TEXT = 20_000
-MAX_ANSWER_FIXES = 50
 
 
 @dataclass(frozen=True)
@@ -64,6 +61,7 @@ class Evaluation:
     reasoning: str | None = None  # what the judge wrote before its verdict (reasoning first, a parsed verdict)
     # a judge ensemble's: its judges, those that answered, each dimension's votes and the agreement between them
     judge_agreement: dict[str, Any] | None = None
+    cascade: dict[str, Any] | None = None  # a judge cascade's: which judge decided, why, both answers (cascade.py)
 
     @property
     def model(self) -> str | None:
@@ -147,6 +145,8 @@ class Evaluation:
         if self.judge_agreement is not None:
             metadata["judges"] = {**self.judge_agreement, "answers": {
                 name: d.judges for name, d in self.dimensions.items() if d.judges}}
+        if self.cascade is not None:
+            metadata["cascade"] = self.cascade
         return EvaluatorOutput(
             overallScore=self.overall,
             passed=bool(self.passed),
@@ -191,77 +191,6 @@ def check_review(review: dict[str, Any], rubric: Rubric) -> list[str]:
     return validation_errors(review, rubric.output_schema)
 
 
-def judge_schema(rubric: Rubric, dimension_ids: list[str]) -> dict[str, Any]:
-    """EvaluatorOutput (seed 000 section 2) restricted to the dimensions the judge must score, each answered on
-    its own scale: a score from 0 to 1 (one of the levels when they are exhaustive, 0 or 1 for a pass/fail
-    criterion), a whole-number ``rating`` on a ``scale``, or a ``label`` among the ``choices``.
-
-    Built once per set of dimensions and shared by every evaluation that asks for it: do not modify it.
-    """
-    wanted = set(dimension_ids)
-    return _judge_schema(tuple((d.id, answer_shape(d)) for d in rubric.dimensions if d.id in wanted))
-
-
-def answer_shape(dim: Dimension) -> tuple[Any, ...]:
-    """What the judge answers for ``dim``, as a hashable key of its schema."""
-    if dim.scale is not None:
-        return ("rating", *dim.scale, dim.step)
-    if dim.choices:
-        return ("label", *dim.choices)
-    if dim.binary:
-        return ("score", 0, 1)
-    if dim.exhaustive:
-        return ("score", *sorted(dim.scoring))
-    return ("score",)
-
-
-@functools.lru_cache(maxsize=256)
-def _judge_schema(shapes: tuple[tuple[str, tuple[Any, ...]], ...]) -> dict[str, Any]:
-    def dimension(shape: tuple[Any, ...]) -> dict[str, Any]:
-        kind, *values = shape
-        if kind == "rating":
-            answer = {"rating": rating_schema(*values)}
-        elif kind == "label":
-            answer = {"label": {"enum": values}}
-        elif values:
-            answer = {"score": {"enum": values}}
-        else:
-            answer = {"score": {"type": "number", "minimum": 0, "maximum": 1}}
-        required = [kind, "weight", "reason"] if kind == "score" else [kind, "reason"]
-        return {
-            "type": "object",
-            "required": required,
-            "properties": {
-                **answer,
-                "weight": {"type": "number", "minimum": 0, "maximum": 1},
-                "reason": {"type": "string", "minLength": 1, "maxLength": MAX_ANSWER_TEXT},
-                "indeterminate": {"type": "boolean"},
-            },
-        }
-
-    dimension_ids = [dim_id for dim_id, _ in shapes]
-    return {
-        "type": "object",
-        "required": ["overallScore", "passed", "dimensionScores", "feedback", "suggestedFixes"],
-        "properties": {
-            "overallScore": {"type": "number", "minimum": 0, "maximum": 1},
-            "passed": {"type": "boolean"},
-            "dimensionScores": {"type": "object", "required": dimension_ids,
-                                "properties": {dim_id: dimension(shape) for dim_id, shape in shapes},
-                                "additionalProperties": False},
-            "feedback": {"type": "string", "maxLength": MAX_ANSWER_TEXT},
-            "suggestedFixes": {"type": "array", "maxItems": MAX_ANSWER_FIXES,
-                               "items": {"type": "string", "maxLength": MAX_ANSWER_TEXT}},
-            "metadata": {"type": "object"},
-        },
-    }
-
-
-def validation_errors(data: Any, schema: dict[str, Any]) -> list[str]:
-    """Every way ``data`` breaks ``schema``, one readable line each (the one JSON Schema helper's words)."""
-    return jsonschemas.errors(data, schema)
-
-
 def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckContext,
              judge: Runner | None, about: Subject, samples: int = 1,
              revision_follows: bool = True, always_judge: bool = False) -> Evaluation:
@@ -298,7 +227,7 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
         judged = []
     feedback_parts: list[str] = []
     judge_fixes: list[str] = []
-    spend, why_unknown, reported, reasoning = Spend(), None, None, None
+    spend, why_unknown, reported, reasoning, cascade = Spend(), None, None, None, None
     agreement: dict[str, Any] | None = None
     sample_overalls: list[float] = []
     whole = [d for d in rubric.judged_dimensions if d.id in judged and not (d.per_turn and talk is not None)]
@@ -313,7 +242,8 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
             why_unknown = "not scored (indeterminate): the judge could not score " + ", ".join(unscored)
     if judged:
         try:
-            answers = _sample_judge(judge, _judge_request(about, rubric, judged, artifact), samples)
+            asked = _judge_request(about, rubric, judged, artifact, threshold=threshold, verdicts=verdicts)
+            answers = _sample_judge(judge, asked, samples)
         except ModelUnavailable as exc:
             why_unknown = f"not scored (indeterminate): {exc}"
             answers = []
@@ -327,6 +257,7 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
             first = answers[0].data or {}
             reported = first.get("overallScore")
             reasoning = str((first.get("metadata") or {}).get("reasoning") or "")[:MAX_ANSWER_TEXT] or None
+            cascade = (first.get("metadata") or {}).get(CASCADE_KEY)  # which judge of a cascade decided
             feedback_parts.append(str(first.get("feedback", "")).strip())
             judge_fixes += [str(f) for a in answers for f in (a.data or {}).get("suggestedFixes", [])]
             datas = [a.data or {} for a in answers]
@@ -357,7 +288,8 @@ def evaluate(artifact: str, *, rubric: Rubric, threshold: float, context: CheckC
     evaluation = Evaluation(rubric=rubric, threshold=threshold, dimensions=ordered, feedback="",
                             suggested_fixes=fixes, spend=spend, indeterminate_reason=why_unknown,
                             judge_reported_score=reported, samples=sample_overalls, reasoning=reasoning,
-                            items_evaluated=count_items(artifact, rubric.items), judge_agreement=agreement)
+                            items_evaluated=count_items(artifact, rubric.items), judge_agreement=agreement,
+                            cascade=cascade)
     summary = _summary(evaluation)
     feedback = " ".join(p for p in [summary, *feedback_parts] if p)
     return Evaluation(**{**evaluation.__dict__, "feedback": feedback})
@@ -403,15 +335,17 @@ def _of_judges(dim: Dimension, combined: Combined) -> DimensionVerdict:
                             answer=combined.answer, judges=combined.judges)
 
 
-def _judge_request(about: Subject, rubric: Rubric, judged: list[str], artifact: str,
-                   turn: int | None = None) -> JudgeRequest:
+def _judge_request(about: Subject, rubric: Rubric, judged: list[str], artifact: str, turn: int | None = None, *,
+                   threshold: float | None = None, verdicts: dict[str, DimensionVerdict] | None = None) -> JudgeRequest:
     """What the judge is asked about ``artifact``: on a conversation the transcript, or the reply to ``turn``
-    (with that turn's reference as the expected answer)."""
+    (with that turn's reference as the expected answer); with ``verdicts``, what the rest of the rubric gave."""
     talk = about.conversation
     expected = about.expected if turn is None or talk is None else talk.expected_at(turn)
+    settled = None if verdicts is None else sum(v.weight * v.score for v in verdicts.values() if v.score is not None)
     return JudgeRequest(agent=about.agent, case=about.case, attempt=about.attempt, inputs=about.inputs,
                         expected=expected, artifact=artifact, rubric=rubric, dimensions=tuple(judged),
-                        schema=judge_schema(rubric, judged), conversation=talk, turn=turn)
+                        schema=judge_schema(rubric, judged), conversation=talk, turn=turn, threshold=threshold,
+                        settled=settled)
 
 
 def _judge_turns(judge: Runner | None, about: Subject, rubric: Rubric, dims: list[Dimension], samples: int,

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from harness.base import slots
@@ -14,8 +16,11 @@ from harness.base.fields import one_line
 from harness.base.models import JudgeStyle, PromptFile, PromptTemplate, Rubric
 from harness.base.requests import JudgeRequest, render_messages, rubric_as_text
 from harness.base.usage import Spend
+from harness.evaluation.cascade import ask_cascade
 from harness.evaluation.ensemble import ask_judges
-from harness.evaluation.evaluate import SCORE_DECIMALS, answer_shape, validation_errors
+from harness.evaluation.evaluate import SCORE_DECIMALS
+from harness.evaluation.judge_prefix import PrefixNote, cached_chars, prefix_note, template_prompt
+from harness.evaluation.judge_schema import answer_shape, validation_errors
 from harness.evaluation.runners import RunnerOutput, chat_messages
 from harness.evaluation.weighted import TOP_LOGPROBS, weigh_rating
 from harness.llm import Message, ModelClient, ModelReply
@@ -36,16 +41,27 @@ class LlmJudge:
 
     When ``client``'s settings carry a judge ensemble (``judge: {models: [...]}``), every judge of it is asked
     exactly so, each on a client of its own sharing ``client``'s call policy (cache, limits, cost), and the answer
-    carries them all (harness.evaluation.ensemble)."""
+    carries them all (harness.evaluation.ensemble). A judge cascade (``judge: {cascade: {first: M}}``) asks M so
+    first, and ``client``'s model only when M's answer is uncertain (harness.evaluation.cascade).
+
+    What is stable goes in the cached prefix (harness.evaluation.judge_prefix); ``notice`` hears, once per rubric
+    and model, of a prefix too short for the model to cache. ``prompt_cache=False`` marks nothing as cacheable
+    (the prefix is sent as plain system prompt)."""
 
     def __init__(self, prompt: PromptFile | None, client: ModelClient, *, template: PromptTemplate | None = None,
-                 style: JudgeStyle = JudgeStyle()):
+                 style: JudgeStyle = JudgeStyle(), notice: Callable[[PrefixNote], None] | None = None,
+                 prompt_cache: bool = True):
         self.prompt = prompt
         self.client = client
         self.template = template
         self.style = style
-        self._prefixes: dict[tuple[str, str, tuple[str, ...]], str] = {}
+        self.notice = notice
+        self.prompt_cache = prompt_cache
+        self._prefixes: dict[tuple[Any, ...], str] = {}
         self._examples: dict[tuple[str, str], list[str]] = {}
+        self._checked: set[tuple[str, str, str, str]] = set()  # (rubric, version, model, agent) checked for length
+        self.cascade = client.settings.cascade
+        self.first = None if self.cascade is None else ModelClient(self.cascade.first, policy=client.policy)
         ensemble = client.settings.ensemble
         self.ensemble = ensemble
         # the first judge is ``client`` itself (its settings are the first judge's): one client per model
@@ -57,15 +73,14 @@ class LlmJudge:
         """Everything that is the same for every artifact: sent as a cached prompt prefix.
 
         Built once per rubric (the examples are read from disk once, not on every evaluation). A case's own copy
-        of the rubric (its criteria, its filled text) is built for each call and not kept: a dataset with a
-        criterion per row would otherwise keep a prefix per row.
+        of the rubric (its criteria, its filled text) changes with the case: it goes in the message, and the
+        prefix (the evaluator prompt, the examples, the instruction) stays the same for every case.
         """
-        if rubric.variant:
-            return self._build_prefix(rubric, dimension_ids)
-        key = (str(rubric.path), rubric.version, tuple(dimension_ids))
+        instruction = self._instruction(rubric, dimension_ids)
+        key = (str(rubric.path), rubric.version, tuple(dimension_ids), bool(rubric.variant), instruction)
         prefix = self._prefixes.get(key)
         if prefix is None:
-            prefix = self._prefixes[key] = self._build_prefix(rubric, dimension_ids)
+            prefix = self._prefixes[key] = self._build_prefix(rubric, dimension_ids, instruction)
         return prefix
 
     def _examples_text(self, rubric: Rubric) -> list[str]:
@@ -79,28 +94,41 @@ class LlmJudge:
                 for p in paths]
         return texts
 
-    def _build_prefix(self, rubric: Rubric, dimension_ids: list[str]) -> str:
+    def _build_prefix(self, rubric: Rubric, dimension_ids: list[str], instruction: str) -> str:
         assert self.prompt is not None
-        parts = [self.prompt.text, rubric_as_text(rubric, dimension_ids), *self._examples_text(rubric)]
-        if self.style.verdict is not None:
-            parts.append("Reason step by step, then give your verdict exactly in the form the evaluator prompt "
-                         "asks for.")
-        elif all(answer_shape(d) == ("score",) for d in rubric.dimensions if d.id in dimension_ids):
-            parts.append("Score only the dimensions listed in the rubric above, each between 0 and 1, with a "
-                         "reason. If you cannot judge a dimension from the artifact, set indeterminate: true.")
-        else:
-            parts.append("Score only the dimensions listed in the rubric above, each as its levels say (a score, "
-                         "a rating or a label), with a reason. If you cannot judge a dimension from the artifact, "
-                         "set indeterminate: true.")
-        return "\n\n".join(parts)
+        own = [] if rubric.variant else [rubric_as_text(rubric, dimension_ids)]  # a case's own: in the message
+        return "\n\n".join([self.prompt.text, *own, *self._examples_text(rubric), instruction])
 
-    def _message(self, request: JudgeRequest) -> tuple[str, str | None, tuple[Message, ...]]:
-        """The user message, the cached system prefix and the messages before the user message. A template is the
-        whole prompt: a text template's one message, or a chat template's system message (the system prompt, sent
-        as the prefix), its messages before the last (a few-shot exchange) and its last user message."""
+    def _instruction(self, rubric: Rubric, dimension_ids: list[str]) -> str:
+        """The last words of the prefix: how to answer."""
+        if self.style.verdict is not None:
+            return "Reason step by step, then give your verdict exactly in the form the evaluator prompt asks for."
+        where = "in the message" if rubric.variant else "above"
+        if all(answer_shape(d) == ("score",) for d in rubric.dimensions if d.id in dimension_ids):
+            return (f"Score only the dimensions listed in the rubric {where}, each between 0 and 1, with a reason. "
+                    "If you cannot judge a dimension from the artifact, set indeterminate: true.")
+        return (f"Score only the dimensions listed in the rubric {where}, each as its levels say (a score, a rating "
+                "or a label), with a reason. If you cannot judge a dimension from the artifact, set indeterminate: "
+                "true.")
+
+    def _prompt(self, request: JudgeRequest) -> tuple[Message, str | None, str, tuple[Message, ...]]:
+        """:meth:`_message`, or with ``prompt_cache`` off the same text with nothing marked as cacheable."""
+        message, prefix, system, history = self._message(request)
+        if self.prompt_cache:
+            return message, prefix, system, history
+        plain = [replace(m, cache_head=0) for m in (*history, message)]
+        return plain[-1], None, "\n\n".join(filter(None, (prefix, system))), tuple(plain[:-1])
+
+    def _message(self, request: JudgeRequest) -> tuple[Message, str | None, str, tuple[Message, ...]]:
+        """The user message, the cached system prefix, the plain system prompt and the messages before the user
+        message. A template is the whole prompt: a text template's one message, or a chat template's system message
+        (the system prompt, sent as the prefix unless a case slot is in it), its messages before the last (a
+        few-shot exchange) and its last user message; a breakpoint marks the prompt cacheable up to its first case
+        slot (harness.evaluation.judge_prefix)."""
         if self.template is not None:
             system, chat = chat_messages(render_messages(self.template, request))
-            return chat[-1].text, system or None, tuple(chat[:-1])
+            prefix, plain, messages = template_prompt(self.template, request, system, chat)
+            return messages[-1], prefix, plain, messages[:-1]
         reference = ("" if request.expected is None else
                      f"\n\n## Reference answer (what a correct answer says)\n{slots.as_text(request.expected)}")
         inputs = f"\n\n## Inputs\n```json\n{json.dumps(request.inputs, default=str)}\n```"
@@ -115,31 +143,51 @@ class LlmJudge:
                        f"{inputs if request.inputs else ''}\n\n## Conversation so far\n"
                        f"{talk.transcript(request.turn, asking=True).rstrip()}{reference}\n\n## Reply to evaluate\n"
                        f"{request.artifact}")
-        return message, self.stable_prefix(request.rubric, list(request.dimensions)), ()
+        if request.rubric.variant:  # a case's own rubric is not the same for every case: not in the prefix
+            message = f"{request.rubric_text}\n\n{message}"
+        return Message.user(message), self.stable_prefix(request.rubric, list(request.dimensions)), "", ()
 
     def run(self, request: JudgeRequest) -> RunnerOutput:
-        if self.ensemble is None:
-            return self._judge(self.client, request)
-        return ask_judges([(name, lambda client=client: self._judge(client, request)) for name, client in self.judges],
-                          self.ensemble.aggregate)
+        if self.ensemble is not None:
+            return ask_judges([(name, lambda client=client: self._judge(client, request))
+                               for name, client in self.judges], self.ensemble.aggregate)
+        if self.cascade is not None and self.first is not None:
+            return ask_cascade((self.first.model, lambda: self._judge(self.first, request)),  # type: ignore[arg-type]
+                               (self.client.model, lambda: self._judge(self.client, request)), request,
+                               self.cascade.margin)
+        return self._judge(self.client, request)
+
+    def _check_prefix(self, client: ModelClient, request: JudgeRequest, prefix: str | None,
+                      messages: tuple[Message, ...]) -> None:
+        """Tell ``notice``, once per rubric, model and agent, when the cached prefix is too short to cache."""
+        key = (request.rubric.name, request.rubric.version, client.model, request.agent)
+        if self.notice is None or key in self._checked:
+            return
+        self._checked.add(key)
+        as_tool = self.style.verdict is None and client.settings.structured_output != "json_schema"
+        note = prefix_note(client, request, cached_chars(prefix, messages, request.schema if as_tool else None,
+                                                         "submit_evaluation"))
+        if note is not None:
+            self.notice(note)
 
     def _judge(self, client: ModelClient, request: JudgeRequest) -> RunnerOutput:
         """One judge's answer to ``request``, from the model of ``client``."""
-        message, prefix, history = self._message(request)
+        message, prefix, system, history = self._prompt(request)
+        self._check_prefix(client, request, prefix, (*history, message))
         extra = {"cache_extra": {"sample": request.sample}} if request.sample is not None else {}
         if self.style.verdict is not None:
-            return self._read_verdict(client, request, message, prefix, extra, history=history)
+            return self._read_verdict(client, request, message, prefix, extra, history=history, system=system)
         spend = Spend()
         reasoning = None
         if self.style.reasoning_first:
-            asked = message if self.template is not None else f"{message}\n\n{REASON_FIRST}"
-            reply = client.complete(system="", messages=[*history, Message.user(asked)],
-                                    cached_system_prefix=prefix, **extra)
+            asked = (message if self.template is not None
+                     else replace(message, text=f"{message.text}\n\n{REASON_FIRST}"))
+            reply = client.complete(system=system, messages=[*history, asked], cached_system_prefix=prefix, **extra)
             spend.merge(reply.spend)
             reasoning = reply.text
-            history = (*history, Message.user(asked), Message.assistant(reasoning or "(no reasoning)"))
-            message = VERDICT_NOW
-        result = client.generate_json(system="", prompt=message, schema=request.schema,
+            history = (*history, asked, Message.assistant(reasoning or "(no reasoning)"))
+            message = Message.user(VERDICT_NOW)
+        result = client.generate_json(system=system, prompt=message, schema=request.schema,
                                       tool_name="submit_evaluation", cached_system_prefix=prefix,
                                       history=history, **extra)
         spend.merge(result.spend)
@@ -155,17 +203,17 @@ class LlmJudge:
             data = {**data, "metadata": {**(data.get("metadata") or {}), "reasoning": reasoning}}
         return RunnerOutput(data=data, spend=spend)
 
-    def _read_verdict(self, client: ModelClient, request: JudgeRequest, message: str, prefix: str | None,
-                      extra: dict[str, Any], *, history: tuple[Message, ...] = ()) -> RunnerOutput:
+    def _read_verdict(self, client: ModelClient, request: JudgeRequest, message: Message, prefix: str | None,
+                      extra: dict[str, Any], *, history: tuple[Message, ...] = (), system: str = "") -> RunnerOutput:
         """Free text, the verdict read from it by the pattern; an answer without a readable verdict on the
         dimension's levels is asked for once more, showing the model what was wrong."""
         pattern = self.style.verdict
         assert pattern is not None
-        messages = [*history, Message.user(message)]  # a chat template's messages before its last
+        messages = [*history, message]  # a chat template's messages before its last
         spend = Spend()
         problem = ""
         for _ in (1, 2):
-            reply = client.complete(system="", messages=messages, cached_system_prefix=prefix, **extra,
+            reply = client.complete(system=system, messages=messages, cached_system_prefix=prefix, **extra,
                                     top_logprobs=TOP_LOGPROBS if self.style.weighted else None)
             spend.merge(reply.spend)
             data, problem = verdict_from_text(reply.text, pattern, request,

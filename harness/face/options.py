@@ -48,9 +48,19 @@ def add_options(parser: pytest.Parser) -> None:
                     type=choice(*CACHE_MODES),
                     help="response cache in the work folder: auto (read and write at temperature 0; default), "
                          "off, read, write or refresh")
+    add_option(group, "--harness-prompt-cache", dest="harness_prompt_cache", metavar="on|off", default=None,
+               type=_on_off, help="mark the judges' stable prompt prefix (evaluator prompt, rubric, examples) as "
+                                  "cacheable for the provider's prompt cache: on (default: ini harness_prompt_cache, "
+                                  "else on) or off")
     add_option(group, "--harness-batch", dest="harness_batch", action="store_true", default=None,
                     help="send the session's model requests through the Message Batches API (half price, "
-                         "slower); default: ini harness_batch, else off")
+                         "slower); each batch is recorded in the work folder, so a run that is interrupted and "
+                         "started again takes its answers instead of submitting it again; default: ini harness_batch, "
+                         "else off")
+    add_option(group, "--harness-batch-submit", dest="harness_batch_submit", action="store_true", default=None,
+                    help="submit the session's model requests as Message Batches, record them in the work folder and "
+                         "end without waiting (their items are not scored this time); the same command with "
+                         "--harness-batch instead takes the answers. Default: off")
     add_option(group, "--harness-max-cost", dest="harness_max_cost", metavar="USD", default=None, type=dollars,
                     help="stop starting new work once the run has cost this much (default: no cap)")
     add_option(group, "--harness-judge-model", dest="harness_judge_model", metavar="MODEL", default=None,
@@ -69,6 +79,8 @@ def add_options(parser: pytest.Parser) -> None:
                   default=str(DEFAULT_CONCURRENCY))
     parser.addini("harness_cache", "response cache mode (default: auto)", default="auto")
     parser.addini("harness_batch", "use the Message Batches API (default: false)", type="bool", default=False)
+    parser.addini("harness_prompt_cache", "on or off: judges mark their stable prefix as cacheable (default: on)",
+                  default="on")
     parser.addini("harness_max_cost", "cost cap in USD for a run (default: none)", default="")
     parser.addini("harness_judge_samples", "judge samples per artifact (default: 1)", default="1")
     parser.addini("harness_judge_model", "judge every agent with this model (default: as agents.yaml says)",
@@ -315,7 +327,9 @@ def read_settings(config: pytest.Config) -> dict:
         judge_model=_setting(config, "harness_judge_model", _model_name) or None,
         max_cost_usd=_setting(config, "harness_max_cost", dollars),
         cache_mode=_setting(config, "harness_cache", choice(*CACHE_MODES)) or "auto",
-        batch=bool(_setting(config, "harness_batch", bool)),
+        batch=bool(_setting(config, "harness_batch", bool)) or bool(config.getoption("harness_batch_submit")),
+        batch_submit=bool(config.getoption("harness_batch_submit")),
+        prompt_cache=_setting(config, "harness_prompt_cache", _on_off) is not False,
         rate_limits={flag: _setting(config, f"harness_{flag}", _positive) for flag in ("rpm", "itpm", "otpm")},
         prices_path=_prices_path(config, root),
         progress_interval_s=_setting(config, "harness_progress_interval", seconds) or 0.0,

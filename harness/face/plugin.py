@@ -34,6 +34,7 @@ PROVIDERS_ADDED = pytest.StashKey[list]()  # the providers this session's plugin
 KIND_PROBLEMS = pytest.StashKey[set]()  # the broken kinds already reported at collection
 ITEM_KINDS = pytest.StashKey[tuple]()  # (the plugins implementing pytest_harness_item_kinds, the kinds in effect)
 SHARD_SPLIT = pytest.StashKey[tuple]()  # --harness-shard: (the items this shard runs, the items collected)
+WORKER_PREFIX_NOTES = pytest.StashKey[list]()  # pytest-xdist: the workers' judge prefixes too short to cache
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -307,10 +308,14 @@ def pytest_configure_node(node) -> None:
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook
 def pytest_testnodedown(node, error) -> None:  # noqa: ANN001 - xdist's WorkerController
-    """pytest-xdist: a worker's shard split (every worker collects the same items) reaches the controller."""
+    """pytest-xdist: a worker's shard split (every worker collects the same items) and its judges' prefixes too
+    short to cache reach the controller."""
     split = getattr(node, "workeroutput", {}).get("harness_shard_split")
     if split is not None:
         node.config.stash[SHARD_SPLIT] = tuple(split)
+    notes = getattr(node, "workeroutput", {}).get("harness_prefix_notes")
+    if notes:
+        node.config.stash.setdefault(WORKER_PREFIX_NOTES, []).extend(notes)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -330,6 +335,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         if deleted and reporter is not None:
             reporter.write_line(f"harness: deleted {len(deleted)} trace{'s' * (len(deleted) != 1)} last written more "
                                 f"than {days} days ago (ini harness_capture_retention_days)")
+    if (settings["work_dir"] / "batches.db").is_file():  # harness.llm.batch_journal.JOURNAL_FILE: batches were made
+        from harness.face.batch_report import pending_lines
+
+        for line in pending_lines(settings["work_dir"], batch=settings["batch"]):
+            config.get_terminal_writer().line(line)  # an earlier run's batches, pending
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -341,12 +351,12 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     if session.testsfailed and not config.option.continue_on_collection_errors:
         return None  # pytest stops at collection errors: no item may start work (and spend) behind its back
     from harness.face.nodes import KindItem
-    from harness.face.scheduler import CaseScheduler
+    from harness.face.scheduler import BATCH_WORKERS, CaseScheduler
     from harness.face.session import harness_session
 
     hs = harness_session(config)
     work = [item for item in session.items if isinstance(item, KindItem) and item.spec.concurrent]
-    workers = len(work) if hs.batch else min(hs.concurrency, len(work))
+    workers = min(BATCH_WORKERS, len(work)) if hs.batch else min(hs.concurrency, len(work))
     if workers > 1:
         hs.scheduler = CaseScheduler(max_workers=workers, stop=hs.stop)
         hs.scheduler.submit_all([(item.nodeid, item.run_item) for item in work])
@@ -359,6 +369,8 @@ def _stop(config: pytest.Config, reason: str) -> None:
 
         hs = harness_session(config)
         hs.stop.set(reason)
+        if hs.batcher is not None:  # items waiting on a batch end now, not when it does (a recorded one runs on)
+            hs.batcher.close()
         if hs.scheduler is not None and hs.scheduler.shutdown(reason):
             config.get_terminal_writer().line("harness: stopped waiting for running cases (Ctrl-C twice)", yellow=True)
         if hs._policy is not None:
@@ -370,6 +382,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The run loop ended (done, -x, --maxfail or Ctrl-C): cancel queued items, stop running ones; then the run's
     verdict decides its exit status (harness.face.verdict)."""
     _stop(session.config, "the session is stopping (-x, --maxfail or Ctrl-C)")
+    if hasattr(session.config, "workeroutput") and session.config.stash.get(ACTIVE, False):
+        from harness.face.session import harness_session
+
+        session.config.workeroutput["harness_prefix_notes"] = harness_session(session.config).prefix_notes.rows()
     if enabled(session.config) and not hasattr(session.config, "workerinput"):
         from harness.face.report_text import failed_exit_codes, not_run_by_cost_cap
         from harness.face.verdict import RunVerdict
@@ -396,8 +412,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         terminalreporter.write_line(f"harness: shard {config.stash[SETTINGS]['shard']} holds none of the {collected} "
                                     f"item{'s' * (collected != 1)} collected; nothing to run (exit status 0)")
     from harness.face.report_text import (
+        cascade_lines,
         not_run_by_cost_cap,
         pairwise_lines,
+        prefix_lines,
         result_of,
         summary_lines,
         tally,
@@ -412,6 +430,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     results = [(r.nodeid, result_of(r), verdict_word(r)) for r in reports]
     tallies = tally(results)
     comparisons = variant_lines(results) + pairwise_lines(results)
+    from harness.face.batch_report import summary_lines as batch_lines
+
+    for line in batch_lines(config):
+        terminalreporter.write_line(line, yellow=True)  # batches resumed, expired, left running or only submitted
     if not tallies and not comparisons:
         return
     ours = [result for _, result, _ in results if result is not None]
@@ -422,8 +444,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
     for note in filter(None, (reconciliation_note(config.stash[SETTINGS]["work_dir"], c) for c in cycles)):
         terminalreporter.write_line(note, yellow=True)  # what this session finished of a killed one's records
-    for line in (summary_lines(tallies) if tallies else []) + comparisons:
+    for line in (summary_lines(tallies) if tallies else []) + comparisons + cascade_lines(ours):
         terminalreporter.write_line(line)
+    from harness.face.session import harness_session
+
+    notes = config.stash.get(WORKER_PREFIX_NOTES, []) + (
+        harness_session(config).prefix_notes.rows() if config.stash.get(ACTIVE, False) else [])
+    for line in prefix_lines(notes):
+        terminalreporter.write_line(line, yellow=True)  # once per rubric and model, never per item
     for model in unpriced_models(ours):  # the cost column leaves them out
         from harness.llm.prices import missing_price_line
 

@@ -19,6 +19,7 @@ from harness.evaluation.ensemble import agreement_lines
 from harness.evaluation.items.result import ItemResult, item_title
 from harness.evaluation.judge_program import PROGRAM_MARK
 from harness.evaluation.steps import LoopResult
+from harness.llm.prompt_cache import shortfall_line
 
 REASON_WIDTH = 90
 PROGRAM_LINES = 40  # the lines of a judge program's steps a failure report shows
@@ -365,6 +366,30 @@ def verdict_word(report: Any) -> str:
 def unpriced_models(results: Iterable[ItemResult]) -> list[str]:
     """The models whose cost is unknown (no price)."""
     return sorted({model for result in results for model in result.unpriced_models})
+
+
+def cascade_lines(results: Iterable[ItemResult]) -> list[str]:
+    """Per judge cascade (first judge, named judge): how many items its first judge decided and how many went on to
+    the named judge (harness.evaluation.cascade)."""
+    counts: dict[tuple[str, str], list[int]] = {}
+    for result in results:
+        if result.cascade:
+            seen = counts.setdefault((str(result.cascade.get("first")), str(result.cascade.get("named"))), [0, 0])
+            seen[bool(result.cascade.get("escalated"))] += 1
+    return [f"judge cascade: {kept + sent} item{'s' * (kept + sent != 1)} judged first by {first}: {kept} decided "
+            f"by it, {sent} ({sent / (kept + sent):.0%}) escalated to {named} (uncertain answers)"
+            for (first, named), (kept, sent) in sorted(counts.items())]
+
+
+def prefix_lines(rows: Iterable[dict[str, Any]]) -> list[str]:
+    """One line per (rubric, model) whose judge's cached prefix is too short for the model to cache."""
+    merged: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in rows:  # the same rubric and model from several workers: one line, its shortest prefix
+        known = merged.setdefault((row["rubric"], row["model"]), {**row, "agents": []})
+        known["tokens"] = min(known["tokens"], row["tokens"])
+        known["agents"] = sorted({*known["agents"], *row["agents"]})
+    return [shortfall_line(rubric, model, row["tokens"], row["minimum"], row["agents"])
+            for (rubric, model), row in sorted(merged.items())]
 
 
 def unconfined_line(results: Iterable[ItemResult]) -> str | None:

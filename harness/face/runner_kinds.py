@@ -34,7 +34,8 @@ def pytest_harness_make_runner(spec: RunnerSpec, role: str, agent: AgentConfig,
             client.preload()
         if role == "evaluator":
             return LlmJudge(agent.prompts.get(role), client, template=agent.templates.get(role),
-                            style=agent.judge_style)
+                            style=agent.judge_style, notice=session.prefix_notes.add,
+                            prompt_cache=session.prompt_cache)
         if spec.kind == "template":
             return TemplateRunner(agent.templates[role], client)
         return PromptRunner(agent, role, client)

@@ -25,6 +25,7 @@ from harness.base.usage import shown_cost
 from harness.checks import CheckParser, with_plugin_kinds
 from harness.evaluation.items import ItemKind, ItemSpec, entry_point_kinds
 from harness.evaluation.items import with_plugin_kinds as with_plugin_item_kinds
+from harness.evaluation.judge_prefix import PrefixNote
 from harness.evaluation.runners import Runner
 from harness.evaluation.steps import ItemRun
 from harness.face.report_text import duration
@@ -36,6 +37,31 @@ from harness.records.layout import SHARD_FILE, cycle_path
 from harness.records.otel import OtelSink
 
 SESSION_KEY = pytest.StashKey["HarnessSession"]()
+
+
+class PrefixNotes:
+    """The judges' cached prefixes too short to cache, one per (rubric, model), as the summary says them once
+    (harness.evaluation.judge_prefix); rows of plain values travel from xdist workers to the controller."""
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[str, str], dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, note: PrefixNote) -> None:
+        self.merge([{"rubric": note.rubric, "model": note.model, "tokens": note.tokens, "minimum": note.minimum,
+                     "agents": [note.agent]}])
+
+    def merge(self, rows: list[dict[str, Any]]) -> None:
+        with self._lock:
+            for row in rows:
+                key = (row["rubric"], row["model"])
+                known = self._rows.setdefault(key, {**row, "agents": []})
+                known["tokens"] = min(known["tokens"], row["tokens"])  # the shortest prefix of the agents judged so
+                known["agents"] = sorted({*known["agents"], *row["agents"]})
+
+    def rows(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(row) for _, row in sorted(self._rows.items())]
 
 
 @dataclass
@@ -52,6 +78,7 @@ class HarnessSession:
     scheduler: CaseScheduler | None = None
     cache_mode: str = "auto"
     batch: bool = False
+    batch_submit: bool = False  # --harness-batch-submit: submit the batches, record them, do not wait for them
     rate_limits: dict[str, int | None] = field(default_factory=dict)
     prices_path: Path | None = None
     prompts_dir: Path = Path("prompts")  # the prompt registry skills name prompts from (ini harness_prompts_dir)
@@ -60,6 +87,8 @@ class HarnessSession:
     unconfined_runners: tuple[str, ...] = ()  # ini harness_unconfined: agent.role (or agent) run without the sandbox
     approved_runners: tuple[str, ...] = ()  # ini harness_approved_commands: flagged by the SafetyGuard, approved
     judge_model: str | None = None  # --harness-judge-model: every judge on this model instead
+    prompt_cache: bool = True  # --harness-prompt-cache: the judges mark their stable prefix as cacheable
+    prefix_notes: PrefixNotes = field(default_factory=PrefixNotes)  # prefixes too short to cache, for the summary
     progress_interval_s: float = 10.0
     exit_status: str = "pytest"  # "item": the run exits with the most severe failed item's exit code
     spent_usd: float = 0.0
@@ -189,13 +218,22 @@ class HarnessSession:
                     requests_per_minute=self.rate_limits.get("rpm"),
                     input_tokens_per_minute=self.rate_limits.get("itpm"),
                     output_tokens_per_minute=self.rate_limits.get("otpm"), processes=workers, batch=self.batch,
-                    on_batch_progress=self._batch_progress, price_file=self.prices_path,
+                    on_batch_progress=self._batch_progress, batch_submit=self.batch_submit,
+                    on_batch_notice=self._batch_notice, price_file=self.prices_path,
                     max_cost_usd=self.max_cost_usd)
                 self._policy.events = self.events
             return self._policy
 
     def _batch_progress(self, batch_id: str, counts: dict[str, int]) -> None:
         self.batch_status = f"batch {batch_id}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+
+    def _batch_notice(self, text: str) -> None:
+        self.batch_status = text  # in the next progress line; the summary repeats every notice
+
+    @property
+    def batcher(self) -> Any:
+        """The session's :class:`~harness.llm.batching.Batcher` once a model was called with --harness-batch."""
+        return self._policy.batcher if self._policy is not None else None
 
     def close(self) -> None:
         if self._policy is not None:

@@ -156,8 +156,9 @@ class ModelClient:
         )
         policy = self.policy
         read, write, overwrite = policy.cache_access(settings.temperature)
+        batched = policy.batcher is not None and batch is not False and self.provider.supports_batch
         key: str | None = None
-        if read or write:
+        if read or write or batched:  # a batched request is recorded by its key, to be found again after a kill
             key = cache_key({
                 "v": _CACHE_KEY_VERSION, "provider": settings.provider, "base_url": self.provider.base_url,
                 "request": request.cache_payload(), "temperature": settings.temperature,
@@ -178,9 +179,9 @@ class ModelClient:
         if reason is not None:
             raise ModelUnavailable(f"{reason}: set it in the environment to run the model; anything that needs a "
                                    "model is indeterminate until then")
-        batched = policy.batcher is not None and batch is not False and self.provider.supports_batch
         try:
-            reply = policy.send(self.provider, request, batch=batched)
+            reply = policy.send(self.provider, dataclasses.replace(request, key=key) if batched else request,
+                                batch=batched)
         except ModelCallError:
             policy.stats._add("failures")
             raise
@@ -198,7 +199,7 @@ class ModelClient:
         self,
         *,
         system: str,
-        prompt: str,
+        prompt: str | Message,
         schema: dict[str, Any],
         tool_name: str = "submit_result",
         cached_system_prefix: str | None = None,
@@ -215,7 +216,8 @@ class ModelClient:
         answer and the validation errors. ``success=False`` after the retry means validation_failed for the
         caller. Model call failures raise ModelCallError / ModelUnavailable as in :meth:`complete`; when the
         retry call fails, the error's ``usage`` holds the first call's tokens. ``history`` is the conversation
-        before ``prompt`` (a judge's own reasoning, say).
+        before ``prompt`` (a judge's own reasoning, say); ``prompt`` may be a user :class:`Message` (with its
+        ``cache_head``).
         """
         started = time.perf_counter()
         try:
@@ -229,7 +231,7 @@ class ModelClient:
                                 schema)], "tool_choice": tool_name}
             if as_tool else {"output_schema": schema, "output_name": tool_name}
         )
-        messages: list[Message] = [*history, Message.user(prompt)]
+        messages: list[Message] = [*history, prompt if isinstance(prompt, Message) else Message.user(prompt)]
         timings = {"prompt_render": 0.0, "llm_call": 0.0, "validation": schema_ms}
 
         usage = Usage()

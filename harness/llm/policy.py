@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from harness.base.errors import ExitCode, HarnessError, ModelCallError
 from harness.base.events import Events, ModelCalled
 from harness.base.usage import Usage
-from harness.llm.batching import Batcher, ProgressCallback
+from harness.llm.batch_journal import JOURNAL_FILE, BatchJournal
+from harness.llm.batching import Batcher, NoticeCallback, ProgressCallback
 from harness.llm.cache import CACHE_FILE, CACHE_MODES, ResponseCache, cache_access
 from harness.llm.deadline import call_within, current_clock, queued
 from harness.llm.prices import PRICES_PER_MTOK, Price, known_price, load_price_table, missing_price_line, price_usd
@@ -67,8 +68,9 @@ class CallStats:
 
     def snapshot(self) -> dict[str, Any]:
         """Everything at once: the counters above, ``in_flight``, ``peak_in_flight``, ``cost_usd``,
-        ``batches`` (created), ``batch_waiting`` (requests waiting on a batch) and ``rate_wait_s``
-        (total time spent waiting for rate limits)."""
+        ``batches`` (created), ``batch_waiting`` (requests waiting on a batch), ``batch_resumed`` (answers
+        taken from batches an earlier run submitted) and ``rate_wait_s`` (total time spent waiting for rate
+        limits)."""
         with self._lock:
             snap: dict[str, Any] = dict(self._counts)
             snap["in_flight"] = self._in_flight
@@ -76,6 +78,7 @@ class CallStats:
             snap["cost_usd"] = self._cost
         snap["batches"] = self._batcher.batches_created if self._batcher is not None else 0
         snap["batch_waiting"] = self._batcher.waiting if self._batcher is not None else 0
+        snap["batch_resumed"] = self._batcher.resumed if self._batcher is not None else 0
         snap["rate_wait_s"] = self._limiter.waited_s if self._limiter is not None else 0.0
         return snap
 
@@ -183,6 +186,8 @@ class CallPolicy:
         processes: int = 1,
         batch: bool = False,
         on_batch_progress: ProgressCallback | None = None,
+        batch_submit: bool = False,
+        on_batch_notice: NoticeCallback | None = None,
         price_file: Path | str | None = None,
         max_cost_usd: float | None = None,
     ) -> CallPolicy:
@@ -192,6 +197,11 @@ class CallPolicy:
         ``cache_mode="off"``). The rate limits are the account's: with ``processes`` (pytest-xdist's
         worker count) each process gets its share. ``concurrency`` and ``max_cost_usd`` are per
         process. A bad price file is a HarnessConfigError naming the file and field.
+
+        With ``batch`` and a work dir, every Message Batch is recorded in ``work_dir/batches.db`` (the batch
+        journal) and a request an earlier run submitted is taken from its batch, not submitted again;
+        ``batch_submit`` records each batch and ends its requests with ``BatchPending`` instead of waiting.
+        ``on_batch_notice(text)`` hears what the batcher has to say (a batch resumed, expired, left running).
         """
         cache = None
         if work_dir is not None and cache_mode != "off":
@@ -203,10 +213,21 @@ class CallPolicy:
             rate_limits=limits,
             cache=cache,
             cache_mode=cache_mode,
-            batcher=Batcher(on_progress=on_batch_progress) if batch else None,
+            batcher=cls._batcher(work_dir, batch=batch or batch_submit, submit_only=batch_submit,
+                                 on_progress=on_batch_progress, on_notice=on_batch_notice),
             prices=load_price_table(price_file) if price_file is not None else None,
             max_cost_usd=max_cost_usd,
         )
+
+    @staticmethod
+    def _batcher(work_dir: Path | str | None, *, batch: bool, submit_only: bool, on_progress: ProgressCallback | None,
+                 on_notice: NoticeCallback | None) -> Batcher | None:
+        if not batch:
+            return None
+        journal = BatchJournal(Path(work_dir) / JOURNAL_FILE) if work_dir is not None else None
+        if submit_only and journal is None:
+            raise ValueError("batch_submit needs a work_dir: the batches nobody waits for are recorded there")
+        return Batcher(on_progress=on_progress, journal=journal, submit_only=submit_only, on_notice=on_notice)
 
     def __repr__(self) -> str:
         return (

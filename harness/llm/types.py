@@ -32,12 +32,17 @@ class ToolResult:
 
 @dataclass(frozen=True)
 class Message:
-    """One turn: text, the tool calls an assistant made, or the tool results a user turn returns."""
+    """One turn: text, the tool calls an assistant made, or the tool results a user turn returns.
+
+    ``cache_head``: the first that many characters of ``text`` end the stable start of the prompt (a judge
+    template's fixed text before its first case slot): a provider with prompt caching marks the prompt up to there
+    as cacheable (Anthropic: a ``cache_control`` block; OpenAI caches the longest prefix it has seen anyway)."""
 
     role: Literal["user", "assistant"]
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     tool_results: tuple[ToolResult, ...] = ()
+    cache_head: int = 0
 
     @classmethod
     def user(cls, text: str) -> Message:
@@ -83,6 +88,9 @@ class ModelRequest:
     stop: tuple[str, ...] = ()  # sequences that end the answer (not included in it)
     seed: int | None = None  # a sampling seed, where the provider takes it
     top_logprobs: int | None = None  # the log probabilities of this many likeliest tokens at each position
+    # the response cache's key of this request (set by ModelClient, never part of it): how a batch journal
+    # records the request and finds it again in a later run (harness.llm.batch_journal)
+    key: str | None = None
 
     def cache_payload(self) -> dict[str, Any]:
         """Everything that decides the answer, as JSON-able data (the response cache's key). The generation
@@ -103,7 +111,8 @@ class ModelRequest:
 def _message_payload(message: Message) -> dict[str, Any]:
     return {"role": message.role, "text": message.text,
             "tool_calls": [[c.id, c.name, c.input] for c in message.tool_calls],
-            "tool_results": [[r.call_id, r.content, r.is_error] for r in message.tool_results]}
+            "tool_results": [[r.call_id, r.content, r.is_error] for r in message.tool_results],
+            **({"cache_head": message.cache_head} if message.cache_head else {})}  # the keys before it stay
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from harness.base.models import (
 from harness.base.slots import TEMPLATE_SLOTS, filter_problem, slots_in
 from harness.base.yamlfile import load_yaml
 from harness.llm.providers import model_problem
+from harness.loading.cascade import CASCADE_KEY, with_cascade
 from harness.loading.chat_templates import place_of, read_template
 from harness.loading.library import evaluator_entry, file_roots, implied_evaluator, is_library_name
 from harness.loading.prompts import load_prompt
@@ -44,7 +45,7 @@ _DEFAULT_KEYS = ("pass_threshold", "max_attempts", "max_retries", "escalate_on_f
 _ONE_MODEL_KEYS = ("model", "temperature", "top_p", "stop", "seed", "max_tokens", "timeout_s", "max_retries",
                    "base_url", "api_key_env", "structured_output")
 _ENSEMBLE_KEYS = ("models", "aggregate")  # a judge ensemble (docs/model-calls.md, "Judge ensembles"): judge: only
-_MODEL_KEYS = _ONE_MODEL_KEYS + _ENSEMBLE_KEYS
+_MODEL_KEYS = _ONE_MODEL_KEYS + _ENSEMBLE_KEYS + (CASCADE_KEY,)  # a cascade: judge: only (harness.loading.cascade)
 _MODELS_EXAMPLE = "`models: [claude-sonnet-4-6, openai/gpt-4.1, mock/score-0.8]`"
 _COMMAND_OPTIONS = ("timeout_s", "env", "network", "read", "write", "memory_mb")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -147,10 +148,12 @@ def _model_settings(section: Section, base: ModelSettings) -> ModelSettings:
     no ``model:`` keeps the ensemble, its keys applied to every judge; one that names ``model:`` is that one judge.
     """
     if section.fields.field.rpartition(".")[2] != "judge":
-        for key in _ENSEMBLE_KEYS:
+        for key in (*_ENSEMBLE_KEYS, CASCADE_KEY):
             if key in section:
-                raise section.error(key, "is for a judge ensemble (`judge: {models: [...]}`); producers and revisers "
-                                    "run on one model", "write `model:` here, or move it under `judge:`")
+                raise section.error(key, f"is for judges (`judge: {{{key}: ...}}`); producers and revisers run on one "
+                                    "model", "write `model:` here, or move it under `judge:`")
+    elif CASCADE_KEY in section or base.cascade is not None:  # a cheap judge first (harness.loading.cascade)
+        return with_cascade(section, base, _model_settings, _one_model, _ONE_MODEL_KEYS)
     if "model" in section and "models" in section:
         raise section.error("models", "a judge is one `model:` or an ensemble of `models:`, not both",
                             "keep `models:` for an ensemble, or `model:` for one judge")

@@ -4,6 +4,11 @@ Writes are atomic: files go through a temp file and a rename, rows through SQLit
 Ctrl-C leaves every earlier record whole and the database consistent. Several processes (pytest-xdist workers)
 may share one store: cycle ids and run-log.json updates are serialised by a file lock, SQLite by its own
 locking. Its reads run the read side's SQL (:mod:`harness.records.reader`) on its own connection.
+
+Its SQLite connections are lent to one call at a time and kept for the next (:meth:`RecordStore._connection`), at
+most :data:`MAX_CONNECTIONS` at once, not held by each thread: a connection costs about 300 KB, and a session with
+``--harness-batch`` has thousands of item threads waiting on Message Batches, which all write at once when a batch
+ends (2,000 threads held 600 MB in connections; SQLite lets one write at a time anyway).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import os
 import shutil
 import sqlite3
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +53,7 @@ from harness.records.schema import (
     ensure_schema,
 )
 
+MAX_CONNECTIONS = 8  # a call never borrows a second connection while it holds one: more would only wait for SQLite
 _INSERT_DETAILS_SQL = (f"INSERT OR REPLACE INTO attempt_details ({', '.join(DETAIL_WRITE_COLUMNS)})"
                        f" VALUES ({', '.join('?' for _ in DETAIL_WRITE_COLUMNS)})")
 
@@ -60,7 +67,10 @@ class RecordStore:
         self._root_text = str(self.root.resolve())
         self.runs_dir = runs_path(self.work_dir)
         self.database = database_path(self.work_dir)
-        self._local = threading.local()
+        self._idle: list[sqlite3.Connection] = []  # connections no call is using
+        self._pool_lock = threading.Lock()
+        self._permits = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._closed = False
         self._schema_ready = False
         self._schema_lock = threading.Lock()
         self._alive: set[str] = set()  # the cycles whose .alive.lock this store holds shared
@@ -71,25 +81,38 @@ class RecordStore:
 
     # --- database --------------------------------------------------------------------------
 
-    def _connection(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            self.work_dir.mkdir(parents=True, exist_ok=True)
-            conn = connect_writer(self.database)
-            self._local.conn = conn
-            with self._schema_lock:
-                if not self._schema_ready:
-                    ensure_schema(conn)
-                    self._schema_ready = True
-        return conn
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        """A connection for one call: an idle one, else a new one; kept for the next call when it ends (as many
+        connections as calls at once, up to :data:`MAX_CONNECTIONS`, not one per thread that ever wrote)."""
+        with self._permits:
+            with self._pool_lock:
+                conn = self._idle.pop() if self._idle else None
+            if conn is None:
+                self.work_dir.mkdir(parents=True, exist_ok=True)
+                conn = connect_writer(self.database, check_same_thread=False)
+                with self._schema_lock:
+                    if not self._schema_ready:
+                        ensure_schema(conn)
+                        self._schema_ready = True
+            try:
+                yield conn
+            finally:
+                with self._pool_lock:
+                    keep = not self._closed and not conn.in_transaction
+                    if keep:
+                        self._idle.append(conn)
+                if not keep:
+                    conn.close()
 
     transaction = staticmethod(_transaction)  # one write transaction: `with store.transaction(conn):`
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
+        with self._pool_lock:
+            idle, self._idle = self._idle, []
+            self._closed = True  # a connection still lent is closed when it comes back
+        for conn in idle:
             conn.close()
-            self._local.conn = None
         with self._appended_lock:
             appended, self._appended = list(self._appended.values()), {}
         for file in appended:
@@ -118,8 +141,9 @@ class RecordStore:
                         self._hold(folder.name)
                         return folder.name
             used = [int(p.name[len(day) + 1:]) for p in existing]
-            conn = self._connection()
-            row = conn.execute("SELECT MAX(cycle_id) FROM agent_runs WHERE cycle_id LIKE ?", (f"{day}-%",)).fetchone()
+            with self._connection() as conn:
+                row = conn.execute("SELECT MAX(cycle_id) FROM agent_runs WHERE cycle_id LIKE ?",
+                                   (f"{day}-%",)).fetchone()
             if row and row[0]:
                 used.append(int(row[0][len(day) + 1:]))
             number = max(used, default=0) + 1
@@ -147,7 +171,8 @@ class RecordStore:
         with it; a running session, its xdist workers included, holds it)."""
         if not self.database.exists():
             return Reconciliation()
-        return reconcile(self._connection(), self.runs_dir, self._alive)
+        with self._connection() as conn:
+            return reconcile(conn, self.runs_dir, self._alive)
 
     def location(self, cycle_id: str, agent_name: str, case_id: str | None,
                  variant: str | None = None) -> RunLocation:
@@ -161,8 +186,7 @@ class RecordStore:
         """Insert the attempt as ``running`` before any work, so a crash leaves a trace.
 
         ``created_at`` is when the attempt started (default: now); its RunRecord must carry the same value."""
-        conn = self._connection()
-        with self.transaction(conn):
+        with self._connection() as conn, self.transaction(conn):
             cursor = conn.execute(
                 "INSERT INTO agent_runs (cycle_id, agent_name, attempt, status, artifact_path, created_at,"
                 " rubric_version) VALUES (?, ?, ?, 'running', ?, ?, ?)",
@@ -224,9 +248,8 @@ class RecordStore:
         item was given (``case_data``: its inputs, reference answer and description; redacted, at most 64 KB).
 
         A row, not a file per item: creating a file costs about a millisecond a case on a busy disk."""
-        conn = self._connection()
         given = encode_case_data(case_data) if case_data is not None else None
-        with self.transaction(conn):
+        with self._connection() as conn, self.transaction(conn):
             conn.execute("INSERT OR REPLACE INTO loop_results (cycle_id, nodeid, agent_name, case_id, result,"
                          " case_data) VALUES (?, ?, ?, ?, ?, ?)",
                          (where.cycle_id, nodeid, where.agent_name, case_id,
@@ -251,8 +274,7 @@ class RecordStore:
 
         The row and the entry are one record: the row takes the record's ``created_at`` (the attempt's
         start, which the engine also gave :meth:`start_attempt`)."""
-        conn = self._connection()
-        with self.transaction(conn):
+        with self._connection() as conn, self.transaction(conn):
             conn.execute(
                 "UPDATE agent_runs SET status = ?, overall_score = ?, dimension_scores = ?, feedback = ?,"
                 " suggested_fixes = ?, artifact_path = ?, created_at = ?, duration_ms = ?, rubric_version = ?"
@@ -271,8 +293,7 @@ class RecordStore:
 
     def record_verdict(self, cycle_id: str, nodeid: str, verdict: str) -> None:
         """pytest's verdict on an item, kept on its final attempt (what reports and history count)."""
-        conn = self._connection()
-        with self.transaction(conn):
+        with self._connection() as conn, self.transaction(conn):
             conn.execute(
                 "UPDATE attempt_details SET verdict = ? WHERE run_id = (SELECT d.run_id FROM attempt_details d"
                 " JOIN agent_runs r ON r.id = d.run_id WHERE r.cycle_id = ? AND d.nodeid = ?"
@@ -297,18 +318,19 @@ class RecordStore:
 
     def loop_results(self, cycle_id: str) -> dict[str, dict[str, Any]]:
         """The loop results of a cycle, by item (nodeid)."""
-        return select_loop_results(self._connection(), cycle_id)
+        with self._connection() as conn:
+            return select_loop_results(conn, cycle_id)
 
     def rows(self, sql: str = "SELECT * FROM agent_runs ORDER BY id", params: tuple = ()) -> list[dict[str, Any]]:
         """Rows of any query on this store's connection (tests and diagnostics); [] when there is no database."""
         if not self.database.exists():
             return []
-        conn = self._connection()
-        conn.row_factory = sqlite3.Row
-        try:
-            return [dict(row) for row in conn.execute(sql, params)]
-        finally:
-            conn.row_factory = None
+        with self._connection() as conn:
+            conn.row_factory = sqlite3.Row
+            try:
+                return [dict(row) for row in conn.execute(sql, params)]
+            finally:
+                conn.row_factory = None
 
     def cycles(self) -> list[str]:
         return [row["cycle_id"] for row in self.rows("SELECT DISTINCT cycle_id FROM agent_runs ORDER BY cycle_id")]

@@ -15,14 +15,20 @@ Message Batches are served too (``POST /v1/messages/batches``, ``GET /v1/message
 request of a batch is answered when the batch is created, in request order, by the same queue and
 responder as direct calls: a 200 reply becomes a ``succeeded`` result, an error reply an ``errored``
 one, :meth:`Reply.expired` an ``expired`` one. The batch reports ``in_progress`` until
-``batch_processing_s`` has passed (and at least once), then ``ended``; results come back in reverse
+``batch_processing_s`` has passed (and at least once), then ``ended``; :meth:`FakeAnthropic.expire` ends it at
+once as the API does after 24 hours (what it had not answered expired) and :meth:`FakeAnthropic.forget` makes it
+unknown (404), as a batch of another workspace or one long gone. Results come back in reverse
 order, so clients must match them by ``custom_id``. Batched requests are recorded in
 :attr:`FakeAnthropic.batch_requests`, not in :attr:`FakeAnthropic.requests` / ``calls``, and are never
 in flight.
 
 Usage: a reply without explicit ``usage`` gets token counts estimated from the request (4 characters a
-token) and a simulated prompt cache: the system blocks up to a ``cache_control`` block are a cache
-write the first time the server sees them and a cache read afterwards.
+token) and a simulated prompt cache, as the real API's: the prompt up to a ``cache_control`` block (the tools,
+then the system blocks, then the messages) is a cache write the first time the server sees it and a cache read
+afterwards (each model has a cache of its own), but only when it is at least the model's minimum cacheable prefix
+(:func:`harness.llm.prompt_cache.min_cacheable_tokens`: 2,048 tokens for ``claude-sonnet-4-6``, 4,096 for
+``claude-haiku-4-5``; 1,024 for a model the table does not know). A shorter prefix is neither written nor read:
+every input token is plain ``input_tokens``. ``server.min_cache_tokens = N`` sets one minimum for every model.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from harness.llm.prompt_cache import min_cacheable_tokens, tools_chars
 from harness.llm.schema_fill import evaluator_output
 from harness.testing.fake_http import FakeModelServer, RequestHandler, ScriptedReply, estimated_tokens
 
@@ -51,6 +58,7 @@ _ERROR_TYPES = {
     529: "overloaded_error",
 }
 _BATCHES_PATH = "/v1/messages/batches"
+UNKNOWN_MODEL_MIN_TOKENS = 1024  # a model the table does not know (``claude-fake``): the Claude 4.x floor
 
 
 @dataclass(frozen=True)
@@ -140,6 +148,8 @@ class FakeAnthropic(FakeModelServer[Reply]):
     ) -> None:
         super().__init__(responder=responder, latency_s=latency_s, keep_alive=keep_alive, port=port)
         self.batch_processing_s: float = batch_processing_s
+        # the prompt cache's minimum prefix, in tokens: None is each model's own (harness.llm.prompt_cache)
+        self.min_cache_tokens: int | None = None
         self._batches: dict[str, _Batch] = {}
         self._batch_requests: list[dict[str, Any]] = []
 
@@ -158,12 +168,27 @@ class FakeAnthropic(FakeModelServer[Reply]):
 
     @property
     def batches(self) -> list[dict[str, Any]]:
-        """Each batch created: ``id``, ``custom_ids``, ``polls`` (retrieve calls), ``status``."""
+        """Each batch created: ``id``, ``custom_ids``, ``polls`` (retrieve calls), ``reads`` (results downloaded),
+        ``status``."""
         with self._lock:
             return [
-                {"id": b.id, "custom_ids": [c for c, _ in b.results], "polls": b.polls, "status": b.status}
+                {"id": b.id, "custom_ids": [c for c, _ in b.results], "polls": b.polls, "reads": b.reads,
+                 "status": b.status}
                 for b in self._batches.values()
             ]
+
+    def expire(self, batch_id: str | None = None) -> None:
+        """End a batch still processing (every one, without ``batch_id``) as the API does after 24 hours: the
+        requests it had not answered are ``expired``."""
+        with self._lock:
+            for batch in self._batches.values():
+                if batch_id in (None, batch.id) and batch.status != "ended":
+                    batch.expired = True
+
+    def forget(self, batch_id: str) -> None:
+        """The API no longer knows the batch: every endpoint of it answers 404."""
+        with self._lock:
+            self._batches.pop(batch_id, None)
 
     # -- the Messages wire format --------------------------------------------------------------------
 
@@ -200,14 +225,20 @@ class FakeAnthropic(FakeModelServer[Reply]):
         keys = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
         if reply.usage is not None:
             return {k: int(reply.usage.get(k, 0)) for k in keys}
-        prompt_chars = len(json.dumps([request.get("system"), request.get("messages"), request.get("tools")]))
-        cached_key, cached_chars = _cached_prefix(request.get("system"))
+        prompt_chars = len(json.dumps([_unmarked(request.get("system")), _unmarked(request.get("messages")),
+                                       request.get("tools")]))  # a cache breakpoint is no input token
+        minimum = self.min_cache_tokens if self.min_cache_tokens is not None else (
+            min_cacheable_tokens(str(request.get("model") or "")) or UNKNOWN_MODEL_MIN_TOKENS)
+        # each breakpoint's prefix long enough to cache, as (key, tokens), shortest first: the API writes the
+        # prefix up to the last one and reads the longest one it holds; a shorter prefix is neither
+        model = str(request.get("model") or "")  # each model has a cache of its own
+        cacheable = [(f"{model}\n{key}", tokens) for key, chars in _cached_prefixes(request)
+                     if (tokens := estimated_tokens(chars)) >= minimum]
         write = read = 0
-        if cached_key is not None:
-            if self._seen_before([cached_key]):
-                read = estimated_tokens(cached_chars)
-            else:
-                write = estimated_tokens(cached_chars)
+        if cacheable:
+            seen = self._seen_before([key for key, _ in cacheable])
+            read = max((tokens for key, tokens in cacheable if key in seen), default=0)
+            write = cacheable[-1][1] - read
         return {
             "input_tokens": max(1, estimated_tokens(prompt_chars) - write - read),
             "output_tokens": max(1, estimated_tokens(len(json.dumps(content)))),
@@ -243,6 +274,8 @@ class FakeAnthropic(FakeModelServer[Reply]):
             if self._batch_object(batch)["processing_status"] != "ended":
                 self._send_error(handler, 400, f"batch {batch_id} has not ended")
                 return
+            with self._lock:
+                batch.reads += 1
             lines = [json.dumps({"custom_id": cid, "result": result}) for cid, result in reversed(batch.results)]
             payload = ("\n".join(lines) + "\n").encode()
             self._send(handler, 200, payload, uid=self._next_uid(), content_type="application/binary")
@@ -286,17 +319,19 @@ class FakeAnthropic(FakeModelServer[Reply]):
         return {"type": "errored", "error": self._error_body(reply, f"req_fake_{uid}")}
 
     def _batch_object(self, batch: _Batch, *, created: bool = False) -> dict[str, Any]:
-        ended = not created and (batch.canceled or time.time() >= batch.created + self.batch_processing_s)
+        ended = not created and (batch.canceled or batch.expired
+                                 or time.time() >= batch.created + self.batch_processing_s)
         counts = dict.fromkeys(("processing", "succeeded", "errored", "canceled", "expired"), 0)
+        lost = "canceled" if batch.canceled else "expired" if batch.expired else None
         if ended:
             for _, result in batch.results:
-                kind = "canceled" if batch.canceled and result["type"] == "succeeded" else result["type"]
+                kind = lost if lost and result["type"] == "succeeded" else result["type"]
                 counts[kind] += 1
             with self._lock:
                 batch.status = "ended"
-                if batch.canceled:  # what was not answered when cancel came is canceled
+                if lost:  # what was not answered when cancel came (or the batch expired) is canceled (expired)
                     batch.results = [
-                        (c, r if r["type"] != "succeeded" else {"type": "canceled"}) for c, r in batch.results
+                        (c, r if r["type"] != "succeeded" else {"type": lost}) for c, r in batch.results
                     ]
         else:
             counts["processing"] = len(batch.results)
@@ -321,8 +356,10 @@ class _Batch:
     created: float
     results: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     polls: int = 0
+    reads: int = 0
     status: str = "in_progress"
     canceled: bool = False
+    expired: bool = False
 
 
 def _forced_tool_name(request: Mapping[str, Any]) -> str | None:
@@ -335,15 +372,45 @@ def _forced_tool_name(request: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _cached_prefix(system: Any) -> tuple[str | None, int]:
-    """(cache key, characters) of the system blocks up to the last ``cache_control`` block, if any."""
-    if not isinstance(system, list):
-        return None, 0
-    last = max((i for i, b in enumerate(system) if isinstance(b, Mapping) and b.get("cache_control")), default=-1)
-    if last < 0:
-        return None, 0
-    prefix = system[: last + 1]
-    return json.dumps(prefix, sort_keys=True), sum(len(str(b.get("text", ""))) for b in prefix)
+def _unmarked(value: Any) -> Any:
+    """``system`` or ``messages`` as they would be sent without cache breakpoints: a list of text blocks one of which
+    carries ``cache_control`` counts as the one string it stands for."""
+    if isinstance(value, list) and value and all(isinstance(b, Mapping) and b.get("type") == "text" for b in value) \
+            and any(b.get("cache_control") for b in value):
+        return "".join(str(b.get("text", "")) for b in value)
+    if isinstance(value, list):
+        return [{**m, "content": _unmarked(m["content"])} if isinstance(m, Mapping) and "content" in m else m
+                for m in value]
+    return value
+
+
+def _cached_prefixes(request: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """(cache key, characters) of the prompt up to each ``cache_control`` block, in order: the API caches the
+    ``tools``, then the ``system`` blocks, then the ``messages``, up to and including a marked block."""
+    tools = request.get("tools") or []
+    parts: list[Any] = [tools]
+    chars = tools_chars([t for t in tools if isinstance(t, Mapping)])
+    found: list[tuple[str, int]] = []
+
+    def walk(blocks: Any) -> None:
+        nonlocal chars
+        for block in blocks if isinstance(blocks, list) else ():
+            if not isinstance(block, Mapping):
+                continue
+            parts.append(block)
+            chars += len(str(block.get("text", "")))
+            if block.get("cache_control"):
+                found.append((json.dumps(parts, sort_keys=True), chars))
+
+    walk(request.get("system"))
+    for message in request.get("messages") or []:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if isinstance(content, str):
+            parts.append(content)
+            chars += len(content)
+        else:
+            walk(content)
+    return found
 
 
 # ---------------------------------------------------------------------------------------------------

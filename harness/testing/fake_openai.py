@@ -45,6 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from harness.llm.prompt_cache import OPENAI_MIN_TOKENS, OPENAI_STEP_TOKENS
 from harness.llm.schema_fill import evaluator_output
 from harness.testing.fake_http import FakeModelServer, ScriptedReply, estimated_tokens
 
@@ -61,8 +62,8 @@ _ERRORS: dict[int, tuple[str, str | None]] = {
     503: ("server_error", None),
 }
 
-_CACHE_MIN_TOKENS = 1024  # OpenAI caches a prompt prefix only from this length ...
-_CACHE_STEP_TOKENS = 128  # ... and in steps of this many tokens
+_CACHE_MIN_TOKENS = OPENAI_MIN_TOKENS  # OpenAI caches a prompt prefix only from this length (1,024 tokens) ...
+_CACHE_STEP_TOKENS = OPENAI_STEP_TOKENS  # ... and in steps of this many tokens (128)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 from harness.base.argtypes import whole_number
 from harness.base.errors import ExitCode
@@ -31,14 +32,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--work-dir", dest="work_dir", metavar="DIR", default=None,
                         help="the work folder: the records go to DIR/improve/<slug>/ (default: WORK in the "
                              "repository root)")
+    parser.add_argument("--scheduler", dest="scheduler", metavar="ADDRESS", default=None, type=scheduler_address,
+                        help="run the candidates and their benchmarks on Dask workers, one benchmark at a time each: "
+                             "tcp://HOST:PORT of a running scheduler (workers started with --resources benchmark=1), "
+                             "or local:N for N worker processes on this machine; needs pip install "
+                             "'pytest-rubric[distributed]' (default: threads of this process)")
     parser.set_defaults(handler=run_improve)
+
+
+def scheduler_address(text: str) -> str:
+    """``--scheduler``: ``local:N`` (N worker processes here, N >= 1) or a Dask scheduler's ``tcp://HOST:PORT``
+    (or ``tls://``)."""
+    text = text.strip()
+    if text.startswith("local:"):
+        count = text.removeprefix("local:")
+        if not count.isdigit() or int(count) < 1:
+            raise argparse.ArgumentTypeError(f"{text!r}: local:N needs a whole number of workers of at least 1 "
+                                             "(fix: give local:2 for two worker processes on this machine)")
+        return f"local:{int(count)}"
+    found = re.fullmatch(r"(?:tcp|tls)://(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})", text)
+    if found is None or not 0 < int(found.group(1)) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Dask scheduler (fix: give tcp://HOST:PORT of a running "
+                                         "scheduler, or local:N for N worker processes on this machine)")
+    return text
 
 
 def run_improve(args: argparse.Namespace) -> int:
     from harness.apps.tournament.loop import improve
 
     summary = improve(args.goal, args.iterations, plots=args.plots, echo=lambda line: print(redact(line), flush=True),
-                      approve=tuple(args.approve), allow_unconfined=args.allow_unconfined, work_dir=args.work_dir)
+                      approve=tuple(args.approve), allow_unconfined=args.allow_unconfined, work_dir=args.work_dir,
+                      scheduler=args.scheduler)
     if summary.iterations:
         print(f"done: {len(summary.iterations)} iteration(s): "
               + ", ".join(f"{i}={s}" for i, s in zip(summary.iterations, summary.statuses)))

@@ -34,6 +34,7 @@ class GoalSandbox:
     project_root: Path     # where goals/ lives: relative paths of ## Sandbox start here
     allow_unconfined: bool = False
     engine: Sandbox | None = None  # default: this machine's sandbox
+    held_back_at: Path | None = None  # the held-back inputs' copy, where not at the goal's path (a Dask worker's)
 
     @property
     def box(self) -> Sandbox:
@@ -48,6 +49,8 @@ class GoalSandbox:
 
     def held_back_dir(self) -> Path | None:
         held = self.goal.benchmark.held_back
+        if held and self.held_back_at is not None:
+            return self.held_back_at
         return self._path(held) if held else None
 
     def check_held_back(self, repo: GitRepo | None) -> None:

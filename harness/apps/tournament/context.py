@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from harness.apps.tournament.agents import ModelAccess
 from harness.apps.tournament.benchmark import SealedPaths
@@ -15,10 +17,32 @@ from harness.apps.tournament.sampling import Sampler
 from harness.apps.tournament.store import Layout, StateStore
 from harness.loading.goal import Goal
 
+if TYPE_CHECKING:
+    from harness.apps.tournament.benchmark import SealedManifest
+    from harness.apps.tournament.models import ExecutorResult, Plan
+    from harness.apps.tournament.sampling import PairedRuns, Samples
+    from harness.apps.tournament.state import BaselineRuns
+
 
 def fmt(value: float | None) -> str:
     """A score in the lines the tournament prints."""
     return "none" if value is None else f"{value:.4g}"
+
+
+class Cluster(Protocol):
+    """Where candidates and benchmark runs go when they do not run in this process (``--scheduler``: Dask workers,
+    :mod:`~harness.apps.tournament.cluster`). Runs given the same ``place`` run on the worker the first of them ran on
+    (a round's noise runs, its winner's confirmation and the runs after the merge: noise is per host). The runs use
+    the sealed files of ``manifest`` (its commit's); ``pairs`` interleave that commit and ``commit`` (ABAB)."""
+
+    def candidate(self, ctx: Context, n: int, eid: str, plan: Plan, base: str, manifest: SealedManifest,
+                  baseline: BaselineRuns) -> ExecutorResult: ...
+
+    def samples(self, ctx: Context, n: int, manifest: SealedManifest, commit: str, runs: int, log: Path, *,
+                held_back: bool = False, place: str | None = None) -> Samples: ...
+
+    def pairs(self, ctx: Context, n: int, manifest: SealedManifest, commit: str, pairs: int, log: Path, *,
+              held_back: bool = False, place: str | None = None) -> PairedRuns: ...
 
 
 @dataclass
@@ -36,6 +60,7 @@ class Context:
     cancel: threading.Event
     approve: tuple[str, ...] = ()          # plan ids and idea file stems the user approved (--approve)
     interrupt_after: int | None = None     # the resume tests' deterministic kill after executor K
+    cluster: Cluster | None = None         # --scheduler: candidates and benchmarks on Dask workers; None: here
 
     @classmethod
     def make(cls, goal: Goal, repo: GitRepo, layout: Layout, *, echo: Callable[[str], None],

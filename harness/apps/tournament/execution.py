@@ -104,12 +104,16 @@ def execute(ctx: Context, n: int, st: IterationState, approved: list[Plan]) -> N
 
 
 def _measure_baseline(ctx: Context, n: int, base: str, manifest: SealedManifest) -> BaselineRuns:
-    wt = ctx.layout.worktrees / f"round_{n}_baseline"
-    ctx.repo.add_worktree(wt, base)
-    try:
-        got = ctx.sampler.sample(n, wt, manifest, ctx.goal.acceptance.noise_runs, ctx.layout.log(n, "baseline"))
-    finally:
-        ctx.repo.remove_worktree(wt)
+    runs, log = ctx.goal.acceptance.noise_runs, ctx.layout.log(n, "baseline")
+    if ctx.cluster is not None:  # on a worker; the winner's confirmation goes to the same one (round_N)
+        got = ctx.cluster.samples(ctx, n, manifest, base, runs, log, place=f"round_{n}")
+    else:
+        wt = ctx.layout.worktrees / f"round_{n}_baseline"
+        ctx.repo.add_worktree(wt, base)
+        try:
+            got = ctx.sampler.sample(n, wt, manifest, runs, log)
+        finally:
+            ctx.repo.remove_worktree(wt)
     if got.failed is not None:
         raise HarnessError(f"the sealed benchmark fails on the baseline commit {base[:7]}: {got.failed.detail} "
                            "(fix the program or the benchmark before improving it)")
@@ -129,12 +133,14 @@ def _run_executors(ctx: Context, n: int, st: IterationState, todo: list[str], by
     ex = st.execution
     assert st.base_commit is not None and ex.baseline is not None
     pool = ThreadPoolExecutor(max_workers=max(1, len(todo)), thread_name_prefix="harness-executor")
+    # each thread runs its executor here, or hands it to a Dask worker and waits for it
+    executor = run_executor if ctx.cluster is None else ctx.cluster.candidate
     futures: dict[Future[ExecutorResult], str] = {}
     try:
         for eid in todo:
             entry = ex.executors[eid]
             entry.status, entry.started_at, entry.output_path, entry.benchmark_score = "running", now_iso(), None, None
-            futures[pool.submit(_executor, ctx, n, eid, by_id[entry.plan_id], st.base_commit, manifest,
+            futures[pool.submit(executor, ctx, n, eid, by_id[entry.plan_id], st.base_commit, manifest,
                                 ex.baseline)] = eid
         ctx.store.save()
         pending = set(futures)
@@ -160,9 +166,10 @@ def _run_executors(ctx: Context, n: int, st: IterationState, todo: list[str], by
     pool.shutdown(wait=True)
 
 
-def _executor(ctx: Context, n: int, eid: str, plan: Plan, base: str, manifest: SealedManifest,
-              baseline: BaselineRuns) -> ExecutorResult:
-    """One executor, in its own worktree on ``experiment/round_N_executor_K`` (runs in a thread)."""
+def run_executor(ctx: Context, n: int, eid: str, plan: Plan, base: str, manifest: SealedManifest,
+                 baseline: BaselineRuns) -> ExecutorResult:
+    """One executor, in its own worktree on ``experiment/round_N_executor_K`` (runs in a thread, here or on a Dask
+    worker: :mod:`~harness.apps.tournament.remote`)."""
     goal, repo = ctx.goal, ctx.repo
     branch = f"experiment/round_{n}_{eid}"
     wt = ctx.layout.worktrees / f"round_{n}_{eid}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,14 @@ class GitError(HarnessError):
     def __init__(self, message: str, exit_code: ExitCode = ExitCode.GENERAL_FAILURE):
         super().__init__(message)
         self.exit_code = exit_code
+
+
+def _clean_env() -> dict[str, str]:
+    """The environment of a git command: ours, never a repository some caller's variables point at."""
+    env = dict(os.environ)
+    for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        env.pop(key, None)
+    return env
 
 
 @dataclass(frozen=True)
@@ -61,9 +70,7 @@ class GitRepo:
     # ------------------------------------------------------------------ plumbing
     def git(self, *args: str, cwd: Path | None = None, check: bool = True, ours: bool = False,
             input: str | None = None, errors: str = "strict") -> subprocess.CompletedProcess[str]:
-        env = dict(os.environ)
-        for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
-            env.pop(key, None)
+        env = _clean_env()
         cmd = ["git", *(_OURS if ours else ()), *args]
         if ours:
             env.update(_IDENTITY)
@@ -163,6 +170,30 @@ class GitRepo:
 
     def parents(self, commit: str) -> list[str]:
         return self.out("rev-list", "--parents", "-n", "1", commit).split()[1:]
+
+    # ------------------------------------------------------------------ bundles: the repository for a Dask worker
+    def bundle(self, *refs: str) -> bytes:
+        """``git bundle`` of ``refs`` (``HEAD ^base`` for a branch's own commits): the bytes a worker clones or a
+        client fetches. An empty range raises GitError."""
+        proc = subprocess.run(["git", "bundle", "create", "--quiet", "-", *refs], cwd=self.root, capture_output=True,
+                              check=False, env=_clean_env())
+        if proc.returncode != 0:
+            detail = proc.stderr.decode(errors="replace").strip().splitlines()
+            raise GitError(f"git bundle {' '.join(refs)} failed: {detail[-1] if detail else proc.returncode}")
+        return proc.stdout
+
+    def fetch_bundle(self, data: bytes, branch: str) -> None:
+        """Set ``branch`` to the branch of that name in the bundle ``data`` (a worker's candidate)."""
+        with self.lock, tempfile.TemporaryDirectory(prefix="harness-bundle-") as folder:
+            path = Path(folder) / "candidate.bundle"
+            path.write_bytes(data)
+            self.git("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", str(path),
+                     f"+refs/heads/{branch}:refs/heads/{branch}")
+
+    def set_branch(self, branch: str, commit: str) -> None:
+        """Create or move ``branch`` to ``commit`` (never the checked-out branch)."""
+        with self.lock:
+            self.git("branch", "--force", branch, commit)
 
     # ------------------------------------------------------------------ worktrees
     def worktrees(self) -> list[Worktree]:

@@ -21,6 +21,7 @@ from typing import Any
 from harness.apps.tournament import execution, planning, recording, selection, stopping
 from harness.apps.tournament.agents import ModelAccess
 from harness.apps.tournament.benchmark import check_sealed_check, project_files
+from harness.apps.tournament.cluster import ClusterUnavailable, DaskCluster, dask_problem
 from harness.apps.tournament.confine import UNCONFINED_FLAG
 from harness.apps.tournament.context import Context
 from harness.apps.tournament.execution import held_even_tolerance
@@ -87,7 +88,8 @@ class Tournament:
 
     def __init__(self, goal: Goal, repo: GitRepo, *, echo: Callable[[str], None] = print,
                  client: Any | None = None, interrupt_after: int | None = None, approve: tuple[str, ...] = (),
-                 allow_unconfined: bool = False, layout: Layout | None = None, events: Events | None = None):
+                 allow_unconfined: bool = False, layout: Layout | None = None, events: Events | None = None,
+                 scheduler: str | None = None):
         layout = layout or Layout(repo.root, goal.slug)
         # every model call of the run under one policy: the response cache in the work folder, prices, limits
         self.policy = CallPolicy.build(work_dir=layout.work_dir)
@@ -100,6 +102,7 @@ class Tournament:
         self.run_info: RunInfo | None = None  # iteration_state.json's ``run``: this run's first iteration and N
         self.ideas: list[Idea] = []
         self.want_plots = True
+        self.scheduler = scheduler  # --scheduler: a Dask scheduler's address, or local:N; None: this machine's threads
 
     # ======================================================================================= the run
     def run(self, iterations: int) -> ImproveSummary:
@@ -120,6 +123,9 @@ class Tournament:
                       f"{iterations} iteration(s); records in {self.layout.rel(self.layout.base)}/")
             self.echo(self._sandbox_line())
             try:
+                if self.scheduler is not None:  # closed in the finally below, a local:N cluster with it
+                    self.ctx.cluster = DaskCluster(self.scheduler)
+                    self.echo(self.ctx.cluster.describe())
                 first = self._run_start(self.store.load(), iterations)
                 self.run_info = RunInfo(first_iteration=first, iterations=iterations, finished=False)
                 for _ in range(iterations):  # each pass finishes one iteration of the run
@@ -162,6 +168,9 @@ class Tournament:
             finally:
                 self.repo.remove_worktrees_under(self.layout.worktrees)
                 self.policy.close()
+                if isinstance(self.ctx.cluster, DaskCluster):
+                    self.ctx.cluster.close()
+                    self.ctx.cluster = None
         summary.plots = recording.plot(self.ctx) if self.want_plots else []
         return summary
 
@@ -247,12 +256,16 @@ class Tournament:
 
 def improve(target: Path | str, iterations: int, *, echo: Callable[[str], None] = print, client: Any | None = None,
             plots: bool = True, approve: tuple[str, ...] = (), allow_unconfined: bool = False,
-            work_dir: Path | str | None = None) -> ImproveSummary:
+            work_dir: Path | str | None = None, scheduler: str | None = None) -> ImproveSummary:
     """Run ``iterations`` tournament iterations for the goal at ``target`` (``goals/<slug>`` or its goal.md).
     The records go to ``work_dir/improve/<slug>/``: ``work_dir`` (relative to the current folder) is the
-    work folder, by default ``WORK`` in the repository root."""
+    work folder, by default ``WORK`` in the repository root. ``scheduler`` (``tcp://HOST:PORT`` or ``local:N``)
+    sends the candidates and benchmarks to Dask workers (cluster.py)."""
     if iterations < 1:
         raise HarnessConfigError("--iterations", None, f"must be at least 1, got {iterations}")
+    problem = dask_problem() if scheduler is not None else None
+    if problem:  # before anything else: one line saying how to install it
+        raise ClusterUnavailable(problem)
     goal_file = find_goal_file(target)
     goal = load_goal(goal_file)
     repo = GitRepo.discover(goal_file.resolve().parent)
@@ -260,7 +273,7 @@ def improve(target: Path | str, iterations: int, *, echo: Callable[[str], None] 
     raw = os.environ.get(INTERRUPT_ENV)
     interrupt_after = int(raw) if raw and raw.isdigit() else None
     tournament = Tournament(goal, repo, echo=echo, client=client, interrupt_after=interrupt_after, approve=approve,
-                            allow_unconfined=allow_unconfined, layout=layout)
+                            allow_unconfined=allow_unconfined, layout=layout, scheduler=scheduler)
     tournament.want_plots = plots
     return tournament.run(iterations)
 

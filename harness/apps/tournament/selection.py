@@ -68,18 +68,22 @@ def _confirm_and_merge(ctx: Context, n: int, st: IterationState, best: ExecutorR
                     commit=best.commit)
 
     if t.decision is None:
-        wt_a = ctx.layout.worktrees / f"round_{n}_confirm_baseline"
-        wt_b = ctx.layout.worktrees / f"round_{n}_confirm_{eid}"
-        ctx.repo.add_worktree(wt_a, base)
-        ctx.repo.add_worktree(wt_b, best.commit)
-        try:
-            # the goal's held-back inputs are shown to these runs only: a candidate tuned to the inputs
-            # it could see fails here
-            runs = ctx.sampler.pairs(n, wt_a, wt_b, acc.confirm_pairs, manifest, ctx.layout.log(n, "confirm"),
-                                     held_back=True)
-        finally:
-            ctx.repo.remove_worktree(wt_a)
-            ctx.repo.remove_worktree(wt_b)
+        # the goal's held-back inputs are shown to these runs only: a candidate tuned to the inputs it could see
+        # fails here. On a cluster both sides run on one worker, the one that measured the round's noise.
+        log = ctx.layout.log(n, "confirm")
+        if ctx.cluster is not None:
+            runs = ctx.cluster.pairs(ctx, n, manifest, best.commit, acc.confirm_pairs, log, held_back=True,
+                                     place=f"round_{n}")
+        else:
+            wt_a = ctx.layout.worktrees / f"round_{n}_confirm_baseline"
+            wt_b = ctx.layout.worktrees / f"round_{n}_confirm_{eid}"
+            ctx.repo.add_worktree(wt_a, base)
+            ctx.repo.add_worktree(wt_b, best.commit)
+            try:
+                runs = ctx.sampler.pairs(n, wt_a, wt_b, acc.confirm_pairs, manifest, log, held_back=True)
+            finally:
+                ctx.repo.remove_worktree(wt_a)
+                ctx.repo.remove_worktree(wt_b)
         a, b = runs.baseline, runs.candidate
         if runs.failed_side == "baseline":
             raise HarnessError(f"the sealed benchmark failed on the baseline while confirming: {runs.failure}")
@@ -140,13 +144,17 @@ def _merge(ctx: Context, n: int, st: IterationState, winner: Winner, decision: D
         ctx.echo(f"  merged {winner.branch} into {st.branch} (--no-ff) at {t.merge_commit[:7]}")
     merge_commit = t.merge_commit
     if t.post_merge is None:
-        wt = ctx.layout.worktrees / f"round_{n}_post_merge"
-        repo.add_worktree(wt, merge_commit)
-        try:
-            got = ctx.sampler.sample(n, wt, manifest, goal.acceptance.post_merge_runs,
-                                     ctx.layout.log(n, "post_merge"), held_back=True)
-        finally:
-            repo.remove_worktree(wt)
+        runs, log = goal.acceptance.post_merge_runs, ctx.layout.log(n, "post_merge")
+        if ctx.cluster is not None:  # on the worker of the confirmation, whose baseline it is compared with
+            got = ctx.cluster.samples(ctx, n, manifest, merge_commit, runs, log, held_back=True,
+                                      place=f"round_{n}")
+        else:
+            wt = ctx.layout.worktrees / f"round_{n}_post_merge"
+            repo.add_worktree(wt, merge_commit)
+            try:
+                got = ctx.sampler.sample(n, wt, manifest, runs, log, held_back=True)
+            finally:
+                repo.remove_worktree(wt)
         if got.failed is not None:
             t.post_merge = PostMerge(score=None, sub_scores={}, failed=got.failed.detail)
         else:

@@ -136,9 +136,10 @@ class CaseKind(ItemKind):
                                          "install the plugin that provides it or use prompt/template/python/command")
             runners[role] = runner
         names = [context.model_name(agent, role) for role in agent.models]
-        ensemble = agent.models.get("evaluator", agent.judge).ensemble
-        if ensemble is not None and "evaluator" in agent.models and not context.judge_model:
-            names += ensemble.names  # the cost cap checks every judge's price, not the first's alone
+        judging = agent.models.get("evaluator", agent.judge)
+        if "evaluator" in agent.models and not context.judge_model:  # the cost cap checks every judge's price
+            names += [*(judging.ensemble.names if judging.ensemble else ()),
+                      *((judging.cascade.first.qualified,) if judging.cascade else ())]  # an ensemble's, a cascade's
         models = tuple(dict.fromkeys(names))
         judge = runners.get("evaluator")
         program = judge.program if isinstance(judge, JudgeProgramRunner) else None  # its case slots are checked too

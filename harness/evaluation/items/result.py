@@ -56,6 +56,7 @@ class ItemResult:
     facts: dict[str, Any] = field(default_factory=dict)
     # a judge ensemble's: the judges, those that answered, each dimension's votes and their kappa (ensemble.py)
     judge_agreement: dict[str, Any] | None = None
+    cascade: dict[str, Any] | None = None  # a judge cascade's: which judge decided, why, both answers (cascade.py)
 
     @classmethod
     def of_run(cls, run: LoopResult, *, kind: str, agent: str | None, case: str | None, rubric: str | None,
@@ -81,6 +82,7 @@ class ItemResult:
             artifact=run.artifact_path, dimensions=dims, cached_answers=spend.cached, samples=samples,
             unstable=bool(samples) and bool(evaluation and evaluation.unstable),
             judge_agreement=evaluation.judge_agreement if evaluation is not None else None,
+            cascade=evaluation.cascade if evaluation is not None else None,
             unscored=run.escalation_reason if run.outcome == "indeterminate" else None,
             unconfined=tuple(f"{agent}.{role}" for role in run.unconfined_roles))
 
@@ -169,7 +171,7 @@ class ItemResult:
                 if isinstance(dim, dict) and dim.get("label", dim.get("rating")) is not None}
 
 
-_JSON = frozenset({"models", "dimensions", "samples", "regression", "judge_agreement"})
+_JSON = frozenset({"models", "dimensions", "samples", "regression", "judge_agreement", "cascade"})
 _FIELDS = frozenset(spec.name for spec in fields(ItemResult))
 _OMITTED_WHEN_FALSE = frozenset({"unstable", "staged"})
 _INTS = frozenset({"attempts", "input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens",

@@ -121,8 +121,9 @@ class AnthropicProvider(SdkProvider):
                 batcher = self.policy.batcher
                 assert batcher is not None
                 future = batcher.submit(params, api=sdk.messages.batches, map_error=self.failure,
-                                        group=(self._base_url, self._api_key))
-                message = future.result().model_dump(mode="json")
+                                        group=(self._base_url, self._api_key), key=request.key,
+                                        endpoint=self._base_url)
+                message = future.result()  # the answer's JSON
             else:
                 # the raw response skips the SDK's typed Message: the harness reads five fields, and building
                 # the model costs about a third of the SDK's CPU per call
@@ -182,7 +183,13 @@ def wire_params(request: ModelRequest) -> dict[str, Any]:
 
 def _wire_message(message: Message) -> dict[str, Any]:
     if not message.tool_calls and not message.tool_results:
-        return {"role": message.role, "content": message.text}
+        head = min(message.cache_head, len(message.text))
+        if head <= 0:
+            return {"role": message.role, "content": message.text}
+        # the stable start of the prompt ends inside this message: a breakpoint there (no empty block after it)
+        blocks = [{"type": "text", "text": message.text[:head], "cache_control": {"type": "ephemeral"}}]
+        return {"role": message.role, "content": blocks + [{"type": "text", "text": message.text[head:]}] * (
+            head < len(message.text))}
     blocks: list[dict[str, Any]] = []
     for result in message.tool_results:
         blocks.append({"type": "tool_result", "tool_use_id": result.call_id, "content": result.content,
