@@ -1,6 +1,6 @@
 """Message Batches at scale (issue 25, part 3): a judge run of many items through batches, left and resumed.
 
-    python benchmarks/batches.py                          # 10,000 judged items (about 6 minutes on 2 CPUs)
+    python benchmarks/batches.py                          # 10,000 judged items (about 9 minutes on 2 CPUs)
     python benchmarks/batches.py --items 2000 --processing 3
 
 A suite of N items, each a Python producer and one model judge (claude-haiku-4-5), so that every item makes one
@@ -100,12 +100,14 @@ class Child(NamedTuple):
     output: str
 
 
-def run_pytest(root: Path, args: list[str], base_url: str, *, kill_when: Callable[[], bool] | None = None) -> Child:
-    """One pytest run in a fresh process; with ``kill_when``, SIGKILL its process group as soon as that is true."""
+def run_pytest(root: Path, args: list[str], base_url: str, *, kill_when: Callable[[], bool] | None = None,
+               log: Path | None = None) -> Child:
+    """One pytest run in a fresh process (its output in ``log``); with ``kill_when``, SIGKILL its process group as
+    soon as that is true."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env.update(ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY="sk-benchmark",
                NO_PROXY=",".join(filter(None, [env.get("NO_PROXY"), "127.0.0.1", "localhost"])))
-    log = root / "last-run.txt"
+    log = log or root / "last-run.txt"
     with log.open("w") as out:
         started = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=root,
@@ -155,7 +157,7 @@ def main() -> int:
     root = args.dir
     shutil.rmtree(root, ignore_errors=True)
     write_suite(root, args.items)
-    common = ["suites/", "-o", "harness_progress_interval=0", "--tb=no"]
+    common = ["suites/", "-o", "harness_progress_interval=0", "--tb=no", "-rfE"]
 
     with FakeAnthropic(keep_alive=True) as server:
         server.responder = judge_responder(default=0.9)
@@ -173,9 +175,12 @@ def main() -> int:
 
         def measured(name: str, extra: list[str], folder: str, **kwargs: Callable[[], bool]) -> Child:
             before = counts(server)
-            child = run_pytest(root, [*common, *extra, f"--harness-work-dir={folder}"], url, **kwargs)
+            log = root / f"run-{len(list(root.glob('run-*.txt'))) + 1}-{folder}.txt"
+            child = run_pytest(root, [*common, *extra, f"--harness-work-dir={folder}"], url, log=log, **kwargs)
             if child.code not in (0, 1, -9):
                 raise SystemExit(f"{name}: pytest exited {child.code}:\n{child.output[-3000:]}")
+            if child.code == 1:
+                print("\n".join(line for line in child.output.splitlines() if line.startswith(("FAILED", "ERROR"))))
             seen = submitted.setdefault(folder, set())
             new = [json.dumps(r["messages"]) for r in server.batch_requests[before.requests:]]
             twice = sum(request in seen for request in new)
