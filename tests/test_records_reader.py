@@ -150,7 +150,7 @@ def test_a_reader_reads_while_a_session_writes(tmp_path: Path) -> None:
     attempt(store, cycle, "done", 1, model_usage=USAGE)
     store.write_loop_result(store.location(cycle, "writer", "done"), "suites/writer.yaml::done", "done",
                             {"success": True})
-    with store._connection() as conn, store.transaction(conn):  # a write in progress: an attempt started, uncommitted
+    with store._writing() as conn:  # a write in progress: an attempt started, uncommitted
         conn.execute("INSERT INTO agent_runs (cycle_id, agent_name, attempt, status, created_at)"
                      " VALUES (?, 'writer', 1, 'running', '2026-02-01T10:00:01Z')", (cycle,))
         started = time.monotonic()
@@ -161,4 +161,28 @@ def test_a_reader_reads_while_a_session_writes(tmp_path: Path) -> None:
         assert len(reader.run_records(cycle)) == 1
         assert time.monotonic() - started < 5
     assert len(RecordReader(work).run_records(cycle)) == 2
+    store.close()
+
+
+def test_threads_of_one_session_writing_at_once_keep_every_record(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """32 item threads finishing attempts together: every row and every run-log line is there, whole, and the
+    threads took turns before SQLite saw them (its busy handler, set here to give up at once, would answer
+    'database is locked' to a thread that found another's transaction open)."""
+    import json
+    from concurrent.futures import ThreadPoolExecutor
+
+    from harness.records import store as store_module
+
+    connect = store_module.connect_writer
+    monkeypatch.setattr(store_module, "connect_writer", lambda path, **options: connect(path, busy_timeout_s=0,
+                                                                                        **options))
+    work = tmp_path / "WORK"
+    store = RecordStore(work)
+    cycle = store.allocate_cycle(DAY)
+    with ThreadPoolExecutor(32) as pool:
+        list(pool.map(lambda n: attempt(store, cycle, f"case-{n:03d}", 1), range(160)))
+    assert len(store.rows()) == 160
+    entries = json.loads(store.run_log_path(cycle).read_text())
+    assert sorted(e["artifact_path"].split("/")[-2] for e in entries) == [f"case-{n:03d}" for n in range(160)]
     store.close()

@@ -199,9 +199,9 @@ class LlmJudge:
                 "dimensions, each answered as its levels say with a reason; raise judge.max_tokens if answers are "
                 "cut off)", errors, result.raw_response, spend=spend)
         data = result.data or {}
-        if reasoning:
+        if reasoning:  # metadata is an object of any keys in every judge schema: the answer still matches
             data = {**data, "metadata": {**(data.get("metadata") or {}), "reasoning": reasoning}}
-        return RunnerOutput(data=data, spend=spend)
+        return RunnerOutput(data=data, spend=spend, checked_against=request.schema)
 
     def _read_verdict(self, client: ModelClient, request: JudgeRequest, message: Message, prefix: str | None,
                       extra: dict[str, Any], *, history: tuple[Message, ...] = (), system: str = "") -> RunnerOutput:

@@ -52,6 +52,8 @@ class RunnerOutput:
     # the model calls behind this output, per model (answers the response cache replayed count no tokens, $0)
     spend: Spend = field(default_factory=Spend)
     commands: tuple[CommandRun, ...] = ()  # the commands run to make it
+    # the JSON Schema ``data`` was validated against as it came (an LLM judge's answer): not checked twice
+    checked_against: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 Request = AgentRequest | JudgeRequest
