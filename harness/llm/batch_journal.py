@@ -22,17 +22,13 @@ API key. Every write is one transaction, so a kill leaves each batch recorded wh
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.base.errors import HarnessConfigError
-from harness.records.database import connect_writer
+from harness.records.database import LazyDatabase
 
 __all__ = ["JOURNAL_FILE", "BatchJournal", "Recorded", "RecordedBatch"]
 
@@ -86,40 +82,13 @@ class BatchJournal:
 
     def __init__(self, path: Path | str, *, busy_timeout_s: float = 30.0) -> None:
         self.path = Path(path)
-        self._busy_timeout_s = busy_timeout_s
-        self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
+        self._database = LazyDatabase(self.path, _SCHEMA, what="batch journal",
+                                      fix="delete the file to forget the batches it records; they are then "
+                                          "submitted again", busy_timeout_s=busy_timeout_s)
+        self._connection = self._database.connection
 
     def __repr__(self) -> str:
         return f"BatchJournal({str(self.path)!r})"
-
-    @contextmanager
-    def _connection(self, *, create: bool = True) -> Iterator[sqlite3.Connection | None]:
-        with self._lock:
-            if self._conn is None:
-                if not create and not self.path.exists():
-                    yield None
-                    return
-                try:
-                    self.path.parent.mkdir(parents=True, exist_ok=True)
-                    conn = connect_writer(self.path, busy_timeout_s=self._busy_timeout_s, check_same_thread=False)
-                    for statement in _SCHEMA:
-                        conn.execute(statement)
-                except (sqlite3.Error, OSError) as err:
-                    raise self._error("open", err) from None
-                self._conn = conn
-            try:
-                yield self._conn
-            except BaseException as err:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                if isinstance(err, sqlite3.Error):
-                    raise self._error("use", err) from None
-                raise
-
-    def _error(self, verb: str, err: BaseException) -> HarnessConfigError:
-        return HarnessConfigError(self.path, None, f"cannot {verb} the batch journal ({err})",
-                                  "delete the file to forget the batches it records; they are then submitted again")
 
     def record(self, batch_id: str, endpoint: str, entries: Iterable[tuple[str, str]]) -> None:
         """Record a batch just submitted and its requests, ``(custom_id, key)`` pairs, in one transaction."""
@@ -213,7 +182,4 @@ class BatchJournal:
 
     def close(self) -> None:
         """Close the connection (a later use opens it again)."""
-        with self._lock:
-            conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
+        self._database.close()

@@ -27,16 +27,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.base.errors import HarnessConfigError
 from harness.base.redaction import redact_json
-from harness.records.database import connect_writer
+from harness.records.database import LazyDatabase
 
 __all__ = ["CACHE_MODES", "CacheMode", "ResponseCache", "cache_access", "cache_key", "canonical_json"]
 
@@ -84,41 +81,19 @@ class ResponseCache:
 
     def __init__(self, path: Path | str, *, busy_timeout_s: float = 30.0) -> None:
         self.path = Path(path)
-        self._busy_timeout_s = busy_timeout_s
-        self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
+        self._database = LazyDatabase(self.path, [_SCHEMA], what="response cache",
+                                      fix="delete the file, or run with --harness-cache off",
+                                      busy_timeout_s=busy_timeout_s)
 
     def __repr__(self) -> str:
         return f"ResponseCache({str(self.path)!r})"
 
-    def _connect(self) -> sqlite3.Connection:
-        # Called with self._lock held.
-        if self._conn is not None:
-            return self._conn
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = connect_writer(self.path, busy_timeout_s=self._busy_timeout_s, check_same_thread=False)
-            conn.execute(_SCHEMA)
-        except (sqlite3.Error, OSError) as err:
-            raise HarnessConfigError(
-                self.path,
-                None,
-                f"cannot open the response cache ({err})",
-                "delete the file, or run with --harness-cache off",
-            ) from None
-        self._conn = conn
-        return conn
-
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored reply for ``key``, or None (a missing or unreadable entry is a miss)."""
-        with self._lock:
-            if self._conn is None and not self.path.exists():
-                return None  # a lookup alone never creates the cache (or the work folder)
-            conn = self._connect()
-            try:
-                row = conn.execute("SELECT reply FROM responses WHERE key = ?", (key,)).fetchone()
-            except sqlite3.Error as err:
-                raise HarnessConfigError(self.path, None, f"cannot read the response cache ({err})") from None
+        with self._database.connection(create=False) as conn:  # a lookup alone never creates the cache
+            if conn is None:
+                return None
+            row = conn.execute("SELECT reply FROM responses WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
         try:
@@ -131,30 +106,21 @@ class ResponseCache:
         """Store ``reply`` under ``key`` in one transaction; ``overwrite=False`` keeps an existing entry."""
         verb = "INSERT OR REPLACE" if overwrite else "INSERT OR IGNORE"
         text = json.dumps(redact_json(dict(reply)), ensure_ascii=False, sort_keys=True)
-        with self._lock:
-            conn = self._connect()
-            try:
-                conn.execute(
-                    f"{verb} INTO responses (key, model, reply, created_at) VALUES (?, ?, ?, ?)",
-                    (key, model, text, time.time()),
-                )
-            except sqlite3.Error as err:
-                raise HarnessConfigError(self.path, None, f"cannot write the response cache ({err})") from None
+        with self._database.connection() as conn:
+            assert conn is not None
+            conn.execute(f"{verb} INTO responses (key, model, reply, created_at) VALUES (?, ?, ?, ?)",
+                         (key, model, text, time.time()))
 
     def __len__(self) -> int:
-        with self._lock:
-            if self._conn is None and not self.path.exists():
-                return 0
-            return int(self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+        with self._database.connection(create=False) as conn:
+            return 0 if conn is None else int(conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
     def clear(self) -> None:
         """Forget every entry."""
-        with self._lock:
-            self._connect().execute("DELETE FROM responses")
+        with self._database.connection() as conn:
+            assert conn is not None
+            conn.execute("DELETE FROM responses")
 
     def close(self) -> None:
         """Close the connection (a later use opens it again)."""
-        with self._lock:
-            conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
+        self._database.close()

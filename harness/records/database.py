@@ -8,10 +8,13 @@ leaves it as it was.
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+
+from harness.base.errors import HarnessConfigError
 
 BUSY_TIMEOUT_S = 30.0
 
@@ -72,3 +75,57 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+class LazyDatabase:
+    """A SQLite file of the work folder served by one connection behind a lock (thread-safe; other processes meet
+    SQLite's own locking), opened on first use: a run that never writes to it creates no file, and a lookup in a
+    missing file finds nothing. The response cache and the batch journal are such files.
+
+    A failure to open or use it is one :class:`HarnessConfigError` naming the file: "cannot open the ``what`` (the
+    error)", with ``fix``."""
+
+    def __init__(self, path: Path | str, schema: Sequence[str], *, what: str, fix: str,
+                 busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
+        self.path = Path(path)
+        self._schema = tuple(schema)
+        self._what, self._fix = what, fix
+        self._busy_timeout_s = busy_timeout_s
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def connection(self, *, create: bool = True) -> Iterator[sqlite3.Connection | None]:
+        """The connection, for one block under the lock; None when ``create`` is False and there is no file yet.
+        A transaction the block left open is rolled back when it raises."""
+        with self._lock:
+            if self._conn is None:
+                if not create and not self.path.exists():
+                    yield None
+                    return
+                try:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    conn = connect_writer(self.path, busy_timeout_s=self._busy_timeout_s, check_same_thread=False)
+                    for statement in self._schema:
+                        conn.execute(statement)
+                except (sqlite3.Error, OSError) as err:
+                    raise self.failure("open", err) from None
+                self._conn = conn
+            try:
+                yield self._conn
+            except BaseException as err:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                if isinstance(err, sqlite3.Error):
+                    raise self.failure("use", err) from None
+                raise
+
+    def failure(self, verb: str, err: BaseException) -> HarnessConfigError:
+        return HarnessConfigError(self.path, None, f"cannot {verb} the {self._what} ({err})", self._fix)
+
+    def close(self) -> None:
+        """Close the connection (a later use opens it again)."""
+        with self._lock:
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
