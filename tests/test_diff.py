@@ -305,3 +305,24 @@ def test_the_gate_explains_a_regressed_item_in_the_diffs_words(work: tuple[Path,
                                "dimension a 0.900 -> 0.700 (-0.200)"]
     unknown = compare_item("n", Base(0.9, {"a": 0.9}), None, {"a": 0.5}, parse_margins("dimension:0.1"))
     assert unknown.describe() == ["overall 0.900 -> none", "dimension a 0.900 -> 0.500 (-0.400)"]
+
+
+def test_a_rubric_scored_with_another_version_is_named_as_not_like_for_like(tmp_path: Path) -> None:
+    store = RecordStore(tmp_path / "WORK")
+    a = store.allocate_cycle(dt.date(2026, 2, 1))
+    record_item(store, a, "writer", "one", [{"accuracy": 0.9, "clarity": 0.9}], weights=TWO)
+    record_item(store, a, "checker", "one", [{"accuracy": 0.9, "clarity": 0.9}], weights=TWO, rubric="facts")
+    b = store.allocate_cycle(dt.date(2026, 2, 2))
+    record_item(store, b, "writer", "one", [{"accuracy": 0.6, "clarity": 0.9}], weights=TWO, rubric_version="1.1.0")
+    record_item(store, b, "checker", "one", [{"accuracy": 0.9, "clarity": 0.9}], weights=TWO, rubric="facts")
+    store.close()
+    diff = diff_cycles(tmp_path / "WORK", a, b)
+    assert diff.rubric_changes == [("summary-quality", "1.0.0", "1.1.0")]  # facts kept its version: not named
+    [row] = [line for line in render_text(diff).splitlines() if line.startswith("rubric ")]
+    assert row.split() == ["rubric", "summary-quality", "1.0.0", "summary-quality", "1.1.0", "another", "version:",
+                           "scores", "not", "like", "for", "like"]
+    shown = json.loads(render_json(diff))
+    assert shown["changes"]["rubric_versions"] == ["summary-quality 1.0.0 -> 1.1.0"]
+    assert shown["b"]["rubric_versions"] == {"facts": "1.0.0", "summary-quality": "1.1.0"}
+    same = diff_cycles(tmp_path / "WORK", a, a)
+    assert same.rubric_changes == [] and "another version" not in render_text(same)

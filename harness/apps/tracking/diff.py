@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 import json
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +149,7 @@ class CycleTotals:
     duration_ms: int
     median_duration_ms: float | None  # per item, over the items with a recorded duration
     comparisons: int = 0  # pairwise items: a preference, not a score, so not in the mean
+    rubric_versions: dict[str, str] = field(default_factory=dict)  # the versions each rubric was scored with
 
     @property
     def cost(self) -> str:
@@ -172,7 +173,7 @@ class CycleTotals:
                 "mean": self.mean_text, "verdicts": self.verdicts,
                 "cost_usd": self.cost_usd if self.cost_known else None, "cost_known": self.cost_known,
                 "cost": self.cost, "tokens": self.tokens, "duration_ms": self.duration_ms,
-                "median_duration_ms": self.median_duration_ms}
+                "median_duration_ms": self.median_duration_ms, "rubric_versions": self.rubric_versions}
 
 
 @dataclass(frozen=True)
@@ -210,6 +211,13 @@ class CycleDiff:
         return [i for i in self.items if i.b is None]
 
     @property
+    def rubric_changes(self) -> list[tuple[str, str, str]]:
+        """(rubric, version in A, version in B) for each rubric scored in both cycles with another version: their
+        scores are not like for like."""
+        a, b = self.a.rubric_versions, self.b.rubric_versions
+        return [(name, a[name], b[name]) for name in sorted(a.keys() & b.keys()) if a[name] != b[name]]
+
+    @property
     def cost_change(self) -> str:
         """``+$0.0100``, or ``unknown`` when either cycle's cost is."""
         if not (self.a.cost_known and self.b.cost_known):
@@ -242,7 +250,8 @@ class CycleDiff:
             "changes": {"cost_usd": None if self.cost_change == "unknown" else self.b.cost_usd - self.a.cost_usd,
                         "cost": self.cost_change, "tokens": self.b.tokens - self.a.tokens,
                         "duration_ms": self.b.duration_ms - self.a.duration_ms,
-                        "median_duration_ms": _minus(self.b.median_duration_ms, self.a.median_duration_ms)},
+                        "median_duration_ms": _minus(self.b.median_duration_ms, self.a.median_duration_ms),
+                        "rubric_versions": [f"{n} {a} -> {b}" for n, a, b in self.rubric_changes]},
             "paired_test": paired,
             "flipped": [i.to_json() for i in self.flipped],
             "score_changes": [i.to_json() for i in self.score_changes],
@@ -267,20 +276,26 @@ def diff_cycles(work_dir: Path, a: str = "previous", b: str = "latest") -> Cycle
     reader = RecordReader(work_dir)
     known = reader.cycles()
     cycle_a, cycle_b = resolve_cycle(a, work_dir, known), resolve_cycle(b, work_dir, known)
-    sides_a, sides_b = _sides(reader, cycle_a), _sides(reader, cycle_b)
+    versions_a: dict[str, set[str]] = {}
+    versions_b: dict[str, set[str]] = {}
+    sides_a, sides_b = _sides(reader, cycle_a, versions_a), _sides(reader, cycle_b, versions_b)
     items = tuple(ItemDiff(n, sides_a.get(n), sides_b.get(n)) for n in sorted({*sides_a, *sides_b}))
     shared = [i for i in items if i.score_change is not None and i.b is not None and i.b.rubric != PAIRWISE_RUBRIC]
     before = [i.a.score for i in shared if i.a is not None and i.a.score is not None]
     after = [i.b.score for i in shared if i.b is not None and i.b.score is not None]
     return CycleDiff(
-        a=_totals(cycle_a, sides_a), b=_totals(cycle_b, sides_b), items=items, dimensions=_dimension_means(items),
+        a=_totals(cycle_a, sides_a, versions_a), b=_totals(cycle_b, sides_b, versions_b), items=items,
+        dimensions=_dimension_means(items),
         paired=paired_test(before, after), shared_a=mean_interval(before) if before else None,
         shared_b=mean_interval(after) if after else None)
 
 
-def _sides(reader: RecordReader, cycle: str) -> dict[str, Side]:
+def _sides(reader: RecordReader, cycle: str, versions: dict[str, set[str]]) -> dict[str, Side]:
+    """The cycle's items; ``versions`` gets each rubric's versions in its attempts."""
     durations: dict[str, int] = {}  # an item's attempts, summed
     for attempt in reader.attempts([cycle]):
+        if attempt.get("rubric_name") and attempt.get("rubric_version"):
+            versions.setdefault(attempt["rubric_name"], set()).add(str(attempt["rubric_version"]))
         if attempt.get("duration_ms") is not None:
             durations[attempt["nodeid"]] = durations.get(attempt["nodeid"], 0) + int(attempt["duration_ms"])
     loops = reader.loop_results(cycle)
@@ -297,7 +312,7 @@ def _side(item: ReportItem, duration_ms: int | None, loop: dict[str, Any]) -> Si
                 cost_usd=item.cost_usd, cost_known=item.cost_known, duration_ms=duration_ms)
 
 
-def _totals(cycle: str, sides: dict[str, Side]) -> CycleTotals:
+def _totals(cycle: str, sides: dict[str, Side], versions: dict[str, set[str]]) -> CycleTotals:
     scores = [s.score for s in sides.values() if s.score is not None and s.rubric != PAIRWISE_RUBRIC]
     durations = [s.duration_ms for s in sides.values() if s.duration_ms is not None]
     return CycleTotals(
@@ -306,7 +321,8 @@ def _totals(cycle: str, sides: dict[str, Side]) -> CycleTotals:
         cost_usd=sum(s.cost_usd for s in sides.values()), cost_known=all(s.cost_known for s in sides.values()),
         tokens=sum(s.tokens for s in sides.values()), duration_ms=sum(durations),
         median_duration_ms=float(statistics.median(durations)) if durations else None,
-        comparisons=sum(s.rubric == PAIRWISE_RUBRIC for s in sides.values()))
+        comparisons=sum(s.rubric == PAIRWISE_RUBRIC for s in sides.values()),
+        rubric_versions={name: ", ".join(sorted(found)) for name, found in sorted(versions.items())})
 
 
 def _dimension_means(items: tuple[ItemDiff, ...]) -> tuple[DimensionMean, ...]:
@@ -344,10 +360,12 @@ def _rows(diff: CycleDiff) -> list[tuple[str, str, str, str]]:
         ("mean score", a.mean_text, b.mean_text, "(paired test below)"),
         ("cost", a.cost, b.cost, diff.cost_change),
         ("tokens", str(a.tokens), str(b.tokens), f"{b.tokens - a.tokens:+d}"),
-        ("duration", duration(a.duration_ms), duration(b.duration_ms),
+        ("items' time, summed", duration(a.duration_ms), duration(b.duration_ms),  # not wall time: items overlap
          duration(b.duration_ms - a.duration_ms, change=True)),
         ("median per item", duration(a.median_duration_ms), duration(b.median_duration_ms),
          duration(_minus(b.median_duration_ms, a.median_duration_ms), change=True)),
+        *[("rubric", f"{name} {old}", f"{name} {new}", "another version: scores not like for like")
+          for name, old, new in diff.rubric_changes],
     ]
 
 
