@@ -92,3 +92,14 @@ def test_two_failed_items_out_of_twenty_read_the_same_everywhere(project: Projec
     assert main(["report", "--work-dir", str(project.work), "--output", str(page)]) == 0
     html = page.read_text()
     assert html.count("none: the checks decided it before judging") >= 2 and html.count("$0.0000") == 4
+    # the plot of the same run: 18 points at 0.9, the mean line over them, the 2 on the floor and counted
+    from test_plots import legend_texts
+
+    from harness.apps.tracking import plots
+    from harness.apps.tracking.frames import attempts_frame, items_frame
+
+    fig = plots._score_figure(items_frame(attempts_frame(project.work)), "writer", "gated")
+    (ax,) = fig.axes
+    assert "2 no score" in [t.get_text() for t in ax.texts] and "no score (on the floor)" in legend_texts(fig)
+    mean_line = next(line for line in ax.lines if line.get_linewidth() == 2)
+    assert list(mean_line.get_ydata()) == [pytest.approx(0.9)]
