@@ -383,3 +383,17 @@ def test_the_records_lend_a_few_connections_not_one_per_thread(tmp_path: Path) -
     assert len(store.rows()) == 200 and len(store.read_run_log(cycle)) == 200
     store.close()
     assert store._idle == []
+
+
+def test_a_secret_in_a_kept_result_is_never_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = 'sk-ant-api03-"quoted"-' + "x" * 24
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+    journal = BatchJournal(tmp_path / "WORK" / "batches.db")
+    journal.record("b1", "http://api", [("c1", "k1")])
+    answer = {"type": "succeeded", "message": {"content": [{"type": "text", "text": f"the key is {secret}"}]}}
+    journal.keep("b1", [("c1", json.dumps(answer))])
+    kept = journal.find("k1").result  # type: ignore[union-attr]
+    assert kept["message"]["content"][0]["text"] == "the key is [REDACTED:ANTHROPIC_API_KEY]"
+    journal.close()
+    on_disk = b"".join(path.read_bytes() for path in (tmp_path / "WORK").iterdir())
+    assert b"quoted" not in on_disk and b"x" * 24 not in on_disk

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.base.redaction import redact, redact_json
 from harness.records.database import LazyDatabase
 
 __all__ = ["JOURNAL_FILE", "BatchJournal", "Recorded", "RecordedBatch"]
@@ -74,6 +75,17 @@ class RecordedBatch:
     submitted_at: float
     requests: int  # rows left: requests not yet answered in a run
     results: int  # of those, results already read from the API
+
+
+def _redacted(text: str) -> str:
+    """JSON text with every secret in its strings redacted (as data: a secret with a quote in it is escaped in the
+    text, where a search of the text would miss it)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return redact(text)
+    cleaned = redact_json(data)
+    return text if cleaned is data else json.dumps(cleaned, ensure_ascii=False)
 
 
 class BatchJournal:
@@ -126,9 +138,10 @@ class BatchJournal:
                         result if isinstance(result, dict) else None)
 
     def keep(self, batch_id: str, results: Iterable[tuple[str, str]]) -> None:
-        """Store results read before their requests were made again: ``(custom_id, result JSON)`` pairs."""
+        """Store results read before their requests were made again: ``(custom_id, result JSON)`` pairs, secrets
+        redacted (a model may repeat one it was shown) as in every record."""
         self._chunked("UPDATE batch_requests SET result = ? WHERE batch_id = ? AND custom_id = ?",
-                      [(text, batch_id, custom_id) for custom_id, text in results])
+                      [(_redacted(text), batch_id, custom_id) for custom_id, text in results])
 
     def take(self, batch_id: str, custom_ids: Iterable[str]) -> None:
         """Forget requests whose answers were handed to them."""
