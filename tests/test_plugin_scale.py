@@ -341,6 +341,13 @@ def test_a_second_identical_session_is_answered_from_the_cache(project: Project,
     second.stdout.fnmatch_lines(["judged: 3 model answers from the response cache (replayed, not called: *"])
     replayed = [r for r in project.runs() if r["cycle_id"] == cycles[1]]
     assert {(r["cost_usd"], r["input_tokens"], r["cached_answers"]) for r in replayed} == {(0.0, 0, 1)}
+    # each replayed item's cost says where its $0 came from; the first cycle's paid items say nothing of a cache
+    from harness.apps.cli import main
+
+    for cycle, marked in ((cycles[0], 0), (cycles[1], 3)):
+        report = project.root / f"report-{cycle}.md"
+        assert main(["report", cycle, "--work-dir", str(project.work), "--markdown", "--output", str(report)]) == 0
+        assert report.read_text().count("| $0.0000 (cached) |") == marked
 
 
 def test_a_session_answered_whole_by_the_cache_never_imports_the_sdk(project: Project,

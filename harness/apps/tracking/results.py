@@ -53,8 +53,10 @@ class ReportItem:
 
     @property
     def cost(self) -> str:
-        """Its cost as people read it: a number, ``unknown``, or a number ``+ unknown``."""
-        return shown_cost(self.cost_usd, self.cost_known)
+        """Its cost as people read it: a number, ``unknown``, or a number ``+ unknown``; ``(cached)`` after one that
+        the response cache answered in part or whole (a replayed answer costs nothing, whatever the model's price)."""
+        shown = shown_cost(self.cost_usd, self.cost_known)
+        return f"{shown} (cached)" if self.cached_answers else shown
 
     @property
     def shown_score(self) -> str:
