@@ -26,36 +26,13 @@ from harness.apps.tournament.testing import (
     git,
     goal_repo,
     load,
+    synth_records,
     synth_goal_md,
     value_idea,
 )
 
 HAS_DASK = importlib.util.find_spec("distributed") is not None
 needs_dask = pytest.mark.skipif(not HAS_DASK, reason=f"distributed is not installed ({EXTRA}, or the [test] extra)")
-
-_VOLATILE = {"timestamp", "started_at", "updated_at", "completed_at", "commit", "merge_commit", "revert_commit",
-             "base_commit"}
-
-
-def _normal(data: Any) -> Any:
-    if isinstance(data, dict):
-        return {k: _normal(v) for k, v in data.items() if k not in _VOLATILE}
-    if isinstance(data, list):
-        return [_normal(v) for v in data]
-    return data
-
-
-def records(root: Path) -> dict[str, Any]:
-    """Every record of the run but the sealed manifests, without times and commit hashes (a worker's commit of the
-    same change is another hash)."""
-    base = root / "WORK" / "improve" / "synth"
-    out = {str(p.relative_to(base)): _normal(load(p)) for p in sorted(base.rglob("*.json"))
-           if p.parts[-2] != "sealed"}
-    for name in ("raw_data.json", "events.json"):
-        path = root / "tracking" / name
-        out[name] = _normal(load(path)) if path.exists() else None
-    return out
-
 
 def spans(root: Path, n: int) -> list[dict[str, Any]]:
     path = root / "WORK" / "improve" / "synth" / "logs" / f"round_{n}" / "placement.jsonl"
@@ -122,7 +99,7 @@ def test_a_local_cluster_makes_the_thread_pools_decisions(tmp_path: Path, capsys
     spread, cluster_s = tournament(tmp_path / "cluster", "local:2")
     assert pooled == spread == ["merged", "no_improvement"]
     # every record the same, down to the scores, samples and reasons (times and commit hashes aside)
-    assert records(tmp_path / "pool") == records(tmp_path / "cluster")
+    assert synth_records(tmp_path / "pool") == synth_records(tmp_path / "cluster")
     report = load(tmp_path / "cluster" / "WORK/improve/synth/merge_reports/iteration_1.json")
     assert report["winner"]["plan_id"] == "round_1_user_a_big"
     results = {p.stem: load(p) for p in (tmp_path / "cluster" / "WORK/improve/synth/results/round_1").glob("*.json")}
@@ -178,7 +155,7 @@ def test_a_run_stopped_on_the_cluster_resumes_with_the_records_of_the_thread_poo
     summary = improve(tmp_path / "cluster" / "goals" / "synth", 1, echo=lines.append, plots=False, scheduler=scheduler)
     assert summary.statuses == straight == ["merged"]
     assert any("executor_2 round_1_user_b_down: finished earlier, kept" in line for line in lines), lines
-    pooled, resumed = records(tmp_path / "pool"), records(tmp_path / "cluster")
+    pooled, resumed = synth_records(tmp_path / "pool"), synth_records(tmp_path / "cluster")
     for both in (pooled, resumed):
         both.pop("state/iteration_state.json")
     assert pooled == resumed

@@ -7,13 +7,21 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from harness.apps.tournament.gitops import GitError
 from harness.apps.tournament.loop import INTERRUPT_ENV, ImproveInterrupted, improve
-from harness.apps.tournament.testing import commit_all, demo_repo, git, goal_repo, load, synth_goal_md, value_idea
+from harness.apps.tournament.testing import (
+    commit_all,
+    demo_repo,
+    git,
+    goal_repo,
+    load,
+    synth_goal_md,
+    synth_records,
+    value_idea,
+)
 from harness.base.jsonschemas import contract_errors
 
 REPO = Path(__file__).resolve().parent.parent
@@ -150,28 +158,6 @@ def _ideas() -> dict[str, str]:
     }
 
 
-_VOLATILE = {"timestamp", "started_at", "updated_at", "completed_at", "commit", "merge_commit", "revert_commit",
-             "base_commit"}
-
-
-def _normal(data: Any) -> Any:
-    if isinstance(data, dict):
-        return {k: _normal(v) for k, v in data.items() if k not in _VOLATILE}
-    if isinstance(data, list):
-        return [_normal(v) for v in data]
-    return data
-
-
-def _records(root: Path) -> dict[str, Any]:
-    base = root / "WORK" / "improve" / "synth"
-    out = {str(p.relative_to(base)): _normal(load(p)) for p in sorted(base.rglob("*.json"))
-           if p.parts[-2] != "sealed"}
-    out.pop("state/iteration_state.json")
-    for name in ("raw_data.json", "events.json"):
-        out[name] = _normal(load(root / "tracking" / name)) if (root / "tracking" / name).exists() else None
-    return out
-
-
 def test_killed_run_resumes_with_the_same_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     straight = tmp_path / "straight"
     goal_repo(straight, ideas=_ideas())
@@ -195,7 +181,8 @@ def test_killed_run_resumes_with_the_same_records(tmp_path: Path, monkeypatch: p
     assert summary.statuses == ["merged"]
     assert any("executor_1 round_1_user_a_big: finished earlier, kept" in ln for ln in lines)
     assert load(killed / "WORK/improve/synth/results/round_1/executor_1.json")["timestamp"] == kept["timestamp"]
-    assert _records(killed) == _records(straight)
+    assert (synth_records(killed, leave_out=("state/iteration_state.json",))
+            == synth_records(straight, leave_out=("state/iteration_state.json",)))
     assert sorted(branches(killed)) == sorted(branches(straight))
     validate_all_records(killed, "synth")
 

@@ -193,3 +193,30 @@ def change_diff(root: Path, changes: dict[str, str]) -> str:
 def diff_idea(title: str, family: str, hypothesis: str, diff: str) -> str:
     """An idea file carrying ``diff``."""
     return f"# {title}\n\n- approach_family: {family}\n- hypothesis: {hypothesis}\n\n## Diff\n```diff\n{diff}```\n"
+
+
+# what differs between two runs that made the same decisions: when, and the hashes of commits made at another time
+_VOLATILE = {"timestamp", "started_at", "updated_at", "completed_at", "commit", "merge_commit", "revert_commit",
+             "base_commit"}
+
+
+def without_times(data: Any) -> Any:
+    """``data`` without its times and commit hashes, at any depth."""
+    if isinstance(data, dict):
+        return {k: without_times(v) for k, v in data.items() if k not in _VOLATILE}
+    if isinstance(data, list):
+        return [without_times(v) for v in data]
+    return data
+
+
+def synth_records(root: Path, *, leave_out: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Every record of a run of ``goals/synth`` in the repository ``root`` but the sealed manifests (and the files
+    named in ``leave_out``, relative to its self-improve folder), without times and commit hashes: what two runs of
+    the same decisions share (a worker's commit of the same change is another hash)."""
+    base = root / "WORK" / "improve" / "synth"
+    out = {str(p.relative_to(base)): without_times(load(p)) for p in sorted(base.rglob("*.json"))
+           if p.parts[-2] != "sealed" and str(p.relative_to(base)) not in leave_out}
+    for name in ("raw_data.json", "events.json"):
+        path = root / "tracking" / name
+        out[name] = without_times(load(path)) if path.exists() else None
+    return out
