@@ -7,6 +7,7 @@ validation failure 84; each is in the records, the JUnit properties and the exec
 
 from __future__ import annotations
 
+import hashlib
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -161,8 +162,11 @@ def test_no_retry_unless_max_retries_allows(project: Project) -> None:
     assert [r["exit_code"] for r in project.runs()] == [75]
 
 
-def test_a_passing_item_has_every_gate_and_keeps_no_raw_input(project: Project) -> None:
-    project.standard(CASE.replace("hello there", "hello SECRET-INPUT-MARKER"))
+def test_a_passing_item_has_every_gate_and_keeps_no_raw_input(project: Project,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "sk-ant-api03-" + "s" * 30  # the artifact repeats it: its file, and so its checksum, has it redacted
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+    project.standard(CASE.replace("hello there", f"hello SECRET-INPUT-MARKER {secret}"))
     project.run("suites/").assert_outcomes(passed=1)
     (execution,) = execution_results(project)
     assert execution["status"] == "success" and execution["exit_code"] == 0
@@ -171,7 +175,9 @@ def test_a_passing_item_has_every_gate_and_keeps_no_raw_input(project: Project) 
     assert "SECRET-INPUT-MARKER" not in json.dumps(execution["inputs"])
     (artifact,) = execution["outputs"]["artifacts"]
     assert artifact["content_type"] == "text/markdown" and len(artifact["checksum"]) == 64
-    assert artifact["size_bytes"] == len((project.cycle_dir() / "writer" / "attempt-1.md").read_bytes())
+    written = (project.cycle_dir() / "writer" / "attempt-1.md").read_bytes()
+    assert b"[REDACTED:ANTHROPIC_API_KEY]" in written and secret.encode() not in written
+    assert (artifact["size_bytes"], artifact["checksum"]) == (len(written), hashlib.sha256(written).hexdigest())
     assert {e["reference"] for e in execution["assessment"]["evidence"]} == {"greeting", "concise"}
     assert execution["assessment"]["score"] == 1.0 and execution["assessment"]["human_review_requested"] is False
 

@@ -200,9 +200,11 @@ def _remedy(exit_code: int) -> str | None:
             "investigate": "see the error"}.get(exit_codes.triage(exit_code))
 
 
-def artifact_of(path: Path, root: Path | None = None, metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The Artifact of a file: its path (relative to ``root`` when under it), MIME type, size and SHA-256."""
-    data = path.read_bytes()
+def artifact_of(path: Path, root: Path | None = None, metadata: Mapping[str, Any] | None = None, *,
+                written: bytes | None = None) -> dict[str, Any]:
+    """The Artifact of a file: its path (relative to ``root`` when under it), MIME type, size and SHA-256; of the
+    bytes ``written`` to it when the caller has them (the file is not read again)."""
+    data = path.read_bytes() if written is None else written
     shown = path
     if root is not None:
         try:

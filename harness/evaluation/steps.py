@@ -37,6 +37,7 @@ from harness.base.events import (
     Reviewed,
 )
 from harness.base.models import Outcome, RecordStatus, Rubric, RunRecord
+from harness.base.redaction import redact
 from harness.base.requests import AgentRequest, Subject
 from harness.base.stop import StopFlag
 from harness.base.usage import Spend, Usage
@@ -234,8 +235,9 @@ class ItemRun:
         artifacts = []
         if last.record.artifact_path:
             path = self.location.attempt_artifact(last.attempt)
-            if path.is_file():
-                artifacts.append({**artifact_of(path, metadata={"attempt": last.attempt}),
+            if path.is_file():  # the last attempt's artifact, as the records wrote it through the redaction filter
+                written = None if self.last_artifact is None else redact(self.last_artifact).encode("utf-8")
+                artifacts.append({**artifact_of(path, metadata={"attempt": last.attempt}, written=written),
                                   "path": last.record.artifact_path})
         errors = [{"code": a.exit_code, "source": f"attempt {a.attempt}", "message": a.reason or a.outcome}
                   for a in self.attempts if a.evaluation is None]
