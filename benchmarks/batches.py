@@ -35,16 +35,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from speed import RUBRIC  # the benchmarks' one rubric
+
 from harness.face.scheduler import BATCH_WORKERS
 from harness.testing import FakeAnthropic, judge_responder
 
 HERE = Path(__file__).resolve().parent
-RUBRIC = """\
-metadata: {name: Bench, version: "1.0.0"}
-threshold: 0.5
-dimensions:
-  quality: {weight: 1.0, description: "Is the answer useful?", scoring: {1.0: "useful", 0.0: "useless"}}
-"""
 JUDGE_PROMPT = """# Bench judge
 
 ## Role

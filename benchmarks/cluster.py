@@ -25,18 +25,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from statistics import median
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.apps.tournament.testing import demo_repo, goal_repo, synth_goal_md, value_idea  # noqa: E402
-
-
-def median(values: list[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def improve_s(repo: Path, goal: Path, iterations: int, scheduler: str | None, env: dict[str, str]) -> tuple[float, str]:

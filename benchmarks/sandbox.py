@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from statistics import median
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -30,12 +31,6 @@ sys.path.insert(0, str(ROOT))
 
 from harness.apps.tournament.testing import demo_repo  # noqa: E402
 from harness.sandbox import Confinement, Limits, sandbox  # noqa: E402
-
-
-def median(values: list[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def bare_ms(argv: list[str], runs: int) -> float:

@@ -106,12 +106,7 @@ def file_lock(path: Path, *, wait: bool = True) -> Iterator[bool]:
         yield False
         return
     try:
-        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
-        try:
-            fd = os.open(path, flags, 0o666)
-        except FileNotFoundError:  # its folder is made on first use only: a lock is taken for every record
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, flags, 0o666)
+        fd = _open_lock_file(path)
         try:
             if not _lock_descriptor(fd, wait):
                 yield False
@@ -124,6 +119,15 @@ def file_lock(path: Path, *, wait: bool = True) -> Iterator[bool]:
             os.close(fd)
     finally:
         turn.release()
+
+
+def _open_lock_file(path: Path) -> int:
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        return os.open(path, flags, 0o666)
+    except FileNotFoundError:  # its folder is made on first use only: a lock is taken for every record
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, flags, 0o666)
 
 
 _turns: dict[str, threading.Lock] = {}

@@ -149,6 +149,20 @@ def redact(text: str) -> str:
     return Redactor()(text) if text else text
 
 
+def redact_json_text(text: str) -> str:
+    """JSON text with every secret in its strings redacted, as :func:`redact_json` redacts data: a clean text (most
+    are) is returned as it is after one scan; one that may hold a secret is parsed and walked, since a secret with a
+    quote or a backslash in it is escaped in the text, where the pattern would miss it."""
+    apply = Redactor()
+    if not apply.finds(text):
+        return text
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return apply(text)
+    return json.dumps(_walk(data, apply), ensure_ascii=False)
+
+
 def redact_json(value: Any, apply: Redactor | None = None) -> Any:
     """``value`` with every string inside it (dict keys too) redacted; other values unchanged.
 

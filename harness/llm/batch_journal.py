@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.base.redaction import redact, redact_json
+from harness.base.redaction import redact_json_text
 from harness.records.database import LazyDatabase
 
 __all__ = ["JOURNAL_FILE", "BatchJournal", "Recorded", "RecordedBatch"]
@@ -77,17 +77,6 @@ class RecordedBatch:
     results: int  # of those, results already read from the API
 
 
-def _redacted(text: str) -> str:
-    """JSON text with every secret in its strings redacted (as data: a secret with a quote in it is escaped in the
-    text, where a search of the text would miss it)."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return redact(text)
-    cleaned = redact_json(data)
-    return text if cleaned is data else json.dumps(cleaned, ensure_ascii=False)
-
-
 class BatchJournal:
     """The journal at ``path``; thread-safe and process-safe. Opened on first write, so a run that submits no batch
     creates no file, and a lookup in a missing file finds nothing."""
@@ -97,7 +86,6 @@ class BatchJournal:
         self._database = LazyDatabase(self.path, _SCHEMA, what="batch journal",
                                       fix="delete the file to forget the batches it records; they are then "
                                           "submitted again", busy_timeout_s=busy_timeout_s)
-        self._connection = self._database.connection
 
     def __repr__(self) -> str:
         return f"BatchJournal({str(self.path)!r})"
@@ -105,8 +93,7 @@ class BatchJournal:
     def record(self, batch_id: str, endpoint: str, entries: Iterable[tuple[str, str]]) -> None:
         """Record a batch just submitted and its requests, ``(custom_id, key)`` pairs, in one transaction."""
         rows = [(batch_id, custom_id, key) for custom_id, key in entries]
-        with self._connection() as conn:
-            assert conn is not None
+        with self._database.connection() as conn:
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("INSERT OR REPLACE INTO batches (id, endpoint, submitted_at, requests, state) "
                          "VALUES (?, ?, ?, ?, 'submitted')", (batch_id, endpoint, time.time(), len(rows)))
@@ -121,7 +108,7 @@ class BatchJournal:
         return self._one("r.batch_id = ? AND r.custom_id = ?", (batch_id, custom_id))
 
     def _one(self, where: str, params: tuple[str, ...]) -> Recorded | None:
-        with self._connection(create=False) as conn:
+        with self._database.existing() as conn:
             if conn is None:
                 return None
             row = conn.execute(
@@ -141,7 +128,7 @@ class BatchJournal:
         """Store results read before their requests were made again: ``(custom_id, result JSON)`` pairs, secrets
         redacted (a model may repeat one it was shown) as in every record."""
         self._chunked("UPDATE batch_requests SET result = ? WHERE batch_id = ? AND custom_id = ?",
-                      [(_redacted(text), batch_id, custom_id) for custom_id, text in results])
+                      [(redact_json_text(text), batch_id, custom_id) for custom_id, text in results])
 
     def take(self, batch_id: str, custom_ids: Iterable[str]) -> None:
         """Forget requests whose answers were handed to them."""
@@ -151,8 +138,7 @@ class BatchJournal:
     def _chunked(self, sql: str, rows: list[tuple[str, ...]]) -> None:
         if not rows:
             return
-        with self._connection() as conn:
-            assert conn is not None
+        with self._database.connection() as conn:
             for start in range(0, len(rows), _CHUNK):
                 conn.execute("BEGIN IMMEDIATE")
                 conn.executemany(sql, rows[start:start + _CHUNK])
@@ -161,8 +147,7 @@ class BatchJournal:
     def finish(self, batch_id: str) -> int:
         """The batch's results are read whole: mark it ``read`` and drop the rows without a stored result (answered,
         or with no answer to keep); drop the batch once no row is left. Returns the rows left."""
-        with self._connection() as conn:
-            assert conn is not None
+        with self._database.connection() as conn:
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("DELETE FROM batch_requests WHERE batch_id = ? AND result IS NULL", (batch_id,))
             left = int(conn.execute("SELECT COUNT(*) FROM batch_requests WHERE batch_id = ?",
@@ -176,8 +161,7 @@ class BatchJournal:
 
     def forget(self, batch_id: str) -> None:
         """Drop a batch and every request of it (one the API no longer knows)."""
-        with self._connection() as conn:
-            assert conn is not None
+        with self._database.connection() as conn:
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("DELETE FROM batch_requests WHERE batch_id = ?", (batch_id,))
             conn.execute("DELETE FROM batches WHERE id = ?", (batch_id,))
@@ -185,7 +169,7 @@ class BatchJournal:
 
     def pending(self) -> list[RecordedBatch]:
         """The batches that still hold requests, oldest first."""
-        with self._connection(create=False) as conn:
+        with self._database.existing() as conn:
             if conn is None:
                 return []
             rows = conn.execute(

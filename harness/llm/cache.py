@@ -90,7 +90,7 @@ class ResponseCache:
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored reply for ``key``, or None (a missing or unreadable entry is a miss)."""
-        with self._database.connection(create=False) as conn:  # a lookup alone never creates the cache
+        with self._database.existing() as conn:  # a lookup alone never creates the cache
             if conn is None:
                 return None
             row = conn.execute("SELECT reply FROM responses WHERE key = ?", (key,)).fetchone()
@@ -107,18 +107,16 @@ class ResponseCache:
         verb = "INSERT OR REPLACE" if overwrite else "INSERT OR IGNORE"
         text = json.dumps(redact_json(dict(reply)), ensure_ascii=False, sort_keys=True)
         with self._database.connection() as conn:
-            assert conn is not None
             conn.execute(f"{verb} INTO responses (key, model, reply, created_at) VALUES (?, ?, ?, ?)",
                          (key, model, text, time.time()))
 
     def __len__(self) -> int:
-        with self._database.connection(create=False) as conn:
+        with self._database.existing() as conn:
             return 0 if conn is None else int(conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
     def clear(self) -> None:
         """Forget every entry."""
         with self._database.connection() as conn:
-            assert conn is not None
             conn.execute("DELETE FROM responses")
 
     def close(self) -> None:

@@ -95,30 +95,43 @@ class LazyDatabase:
         self._lock = threading.Lock()
 
     @contextmanager
-    def connection(self, *, create: bool = True) -> Iterator[sqlite3.Connection | None]:
-        """The connection, for one block under the lock; None when ``create`` is False and there is no file yet.
-        A transaction the block left open is rolled back when it raises."""
+    def connection(self) -> Iterator[sqlite3.Connection]:
+        """The connection, for one block under the lock, the file made when it is the first use. A transaction the
+        block left open is rolled back when it raises."""
         with self._lock:
-            if self._conn is None:
-                if not create and not self.path.exists():
-                    yield None
-                    return
-                try:
-                    self.path.parent.mkdir(parents=True, exist_ok=True)
-                    conn = connect_writer(self.path, busy_timeout_s=self._busy_timeout_s, check_same_thread=False)
-                    for statement in self._schema:
-                        conn.execute(statement)
-                except (sqlite3.Error, OSError) as err:
-                    raise self.failure("open", err) from None
-                self._conn = conn
+            yield from self._lent(self._opened())
+
+    @contextmanager
+    def existing(self) -> Iterator[sqlite3.Connection | None]:
+        """As :meth:`connection`, or None when there is no file yet (a lookup creates nothing)."""
+        with self._lock:
+            if self._conn is None and not self.path.exists():
+                yield None
+                return
+            yield from self._lent(self._opened())
+
+    def _opened(self) -> sqlite3.Connection:
+        """The connection, opened (and the file and tables made) on first use; called with the lock held."""
+        if self._conn is None:
             try:
-                yield self._conn
-            except BaseException as err:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                if isinstance(err, sqlite3.Error):
-                    raise self.failure("use", err) from None
-                raise
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                conn = connect_writer(self.path, busy_timeout_s=self._busy_timeout_s, check_same_thread=False)
+                for statement in self._schema:
+                    conn.execute(statement)
+            except (sqlite3.Error, OSError) as err:
+                raise self.failure("open", err) from None
+            self._conn = conn
+        return self._conn
+
+    def _lent(self, conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        try:
+            yield conn
+        except BaseException as err:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if isinstance(err, sqlite3.Error):
+                raise self.failure("use", err) from None
+            raise
 
     def failure(self, verb: str, err: BaseException) -> HarnessConfigError:
         return HarnessConfigError(self.path, None, f"cannot {verb} the {self._what} ({err})", self._fix)
