@@ -52,6 +52,9 @@ def pairs(root: Path, cases: int, latency: float, rounds: int, concurrency: int)
     suite = root / f"{speed.PROVIDER}-{cases}"
     if not suite.exists():
         speed.write_suite(suite, cases, trivial=True)
+    # each run's records stay until the end (the temporary root goes then): removing thousands of files just before
+    # the next run made that run's files cost twice the CPU (ext4 without a journal looks over the inodes deleted
+    # in the last 30 seconds before it hands out a new one), a cost of the benchmark's cleaning up, not of the harness
     options = ["suites/", f"--harness-concurrency={concurrency}", "-o", "harness_progress_interval=0",
                "--harness-cache=off"]
     found = []
@@ -69,7 +72,6 @@ def pairs(root: Path, cases: int, latency: float, rounds: int, concurrency: int)
             else:
                 wall, cpu = bare_sdk(url, 2 * cases, concurrency)
                 ran = harness()
-        shutil.rmtree(suite / f"W-{latency}-{n}", ignore_errors=True)
         found.append(Pair(ran.wall, ran.cpu, wall, cpu))
     return found
 

@@ -93,6 +93,37 @@ def test_a_retry_after_longer_than_the_call_may_take_ends_at_timeout_s(server: t
     assert fake.calls == 1  # no attempt starts once the call's time is up
 
 
+def test_an_sdk_call_runs_on_the_callers_thread(server: tuple[Any, Any, str]) -> None:
+    """The built-in providers bound every wait of a call themselves, so a call is not handed to another thread and
+    back (which cost about 0.5 to 1 ms of CPU a case at concurrency 32)."""
+    fake, reply, _ = server
+    fake.queue(reply.text("hello"))
+    client = client_for(server)
+    attempts_on: list[int] = []
+    http_attempt = client.policy.http_attempt
+
+    def noting_the_thread(send: Callable[[], Any], **options: Any) -> Any:
+        attempts_on.append(threading.get_ident())
+        return http_attempt(send, **options)
+
+    client.policy.http_attempt = noting_the_thread  # type: ignore[method-assign]
+    assert client.complete(messages=[Message.user("hi")]).text == "hello"
+    assert attempts_on == [threading.get_ident()]
+    client.close()
+
+
+def test_an_sdk_whose_retry_wait_cannot_be_capped_still_ends_at_timeout_s(
+        server: tuple[Any, Any, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A release of an SDK that computes its retry wait elsewhere: its calls go back to a thread of their own, and
+    a 30 s retry-after still ends the call at timeout_s."""
+    monkeypatch.setattr("harness.llm.providers.cap_retry_waits", lambda sdk_client: False)
+    fake, reply, _ = server
+    fake.queue(reply.error(429, retry_after=30), reply.text("too late"))
+    error, took = timed(lambda: client_for(server, max_retries=3).complete(messages=[Message.user("hi")]))
+    assert isinstance(error, ModelCallError) and error.exit_code == ExitCode.TIMEOUT, error
+    assert TIMEOUT_S * 0.9 <= took < WELL_BEFORE_THE_SERVER, took
+
+
 def test_waiting_for_a_concurrency_slot_does_not_count_against_timeout_s(fake_anthropic: FakeAnthropic) -> None:
     """The harness's own queue is not the model's slowness: a call that waits for a slot still gets its timeout_s."""
     policy = CallPolicy(1)

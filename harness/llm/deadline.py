@@ -6,6 +6,12 @@ block for good. So :func:`call_within` runs the provider's ``send`` on another t
 most ``timeout_s``; then the call ends as a :class:`~harness.base.errors.ModelCallError` with exit code 81
 (timeout), whatever that thread is still doing.
 
+A provider whose every wait is bounded by the call's clock needs no other thread: the built-in SDK providers
+cap each HTTP attempt's timeouts and cut off a trickled answer (:func:`http_event_hooks`) and cap the SDK's wait
+before a retry (:func:`cap_retry_waits`), so their calls run on the caller's thread (:func:`call_inline`) and end
+as the timeout error just the same. Handing each call to another thread and back cost about 0.5 to 1 ms of CPU a
+case at concurrency 32 (benchmarks/README.md, "The harness against the bare SDK").
+
 The clock (:class:`CallClock`) counts the call's time at the provider: its attempts and the backoff between
 them. The time it waits for the harness's own bounds (a slot of the concurrency bound, the rate limits) is
 the harness's queue, not the model's slowness, and is not counted (:meth:`CallClock.waiting`). The thread
@@ -182,6 +188,38 @@ def call_within(timeout_s: float, send: Callable[[], Result], *, model: str,
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
+
+
+def call_inline(timeout_s: float, send: Callable[[], Result], *, model: str) -> Result:
+    """``send()`` on the caller's thread, with a fresh :class:`CallClock` of ``timeout_s``: for a provider that keeps
+    every wait of a call within its clock itself (``Provider.bounds_its_calls``), which ends the call as the clock's
+    timeout error."""
+    token = _current.set(CallClock(timeout_s, model))
+    try:
+        return send()
+    finally:
+        _current.reset(token)
+
+
+def cap_retry_waits(sdk_client: Any) -> bool:
+    """Cap the wait before each retry of ``sdk_client`` (an anthropic or openai SDK client) at what is left of the
+    call, so that a ``retry-after`` longer than the call may take ends the call at its deadline: the next attempt
+    finds no time left and is not sent (:meth:`~harness.llm.policy.CallPolicy.http_attempt`).
+
+    Both SDKs compute the wait in ``_calculate_retry_timeout`` and sleep it out; returns False, changing nothing,
+    for a client that has no such method (another SDK, or a release that renamed it): its calls then run on a
+    thread of their own (:func:`call_within`), bounded as before."""
+    compute = getattr(sdk_client, "_calculate_retry_timeout", None)
+    if not callable(compute):
+        return False
+
+    def within_the_call(*args: Any, **kwargs: Any) -> float:
+        wait = compute(*args, **kwargs)
+        clock = _current.get()
+        return wait if clock is None else max(0.0, min(float(wait), clock.remaining()))
+
+    sdk_client._calculate_retry_timeout = within_the_call
+    return True
 
 
 class _Threads:

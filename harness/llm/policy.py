@@ -26,7 +26,7 @@ from harness.base.usage import Usage
 from harness.llm.batch_journal import JOURNAL_FILE, BatchJournal
 from harness.llm.batching import Batcher, NoticeCallback, ProgressCallback
 from harness.llm.cache import CACHE_FILE, CACHE_MODES, ResponseCache, cache_access
-from harness.llm.deadline import call_within, current_clock, queued
+from harness.llm.deadline import call_inline, call_within, current_clock, queued
 from harness.llm.prices import PRICES_PER_MTOK, Price, known_price, load_price_table, missing_price_line, price_usd
 from harness.llm.providers import provider_failure
 from harness.llm.ratelimit import RateLimiter, RateLimits, Reservation, estimate_input_tokens
@@ -262,6 +262,9 @@ class CallPolicy:
             if batch:
                 return provider.send(request, batch=True)
             provider.ready()
+            if provider.bounds_its_calls():
+                return call_inline(settings.timeout_s, lambda: provider.send(request, batch=False),
+                                   model=settings.qualified)
             return call_within(settings.timeout_s, lambda: provider.send(request, batch=False),
                                model=settings.qualified, late=lambda reply: self._late(reply, settings.qualified))
         except HarnessError:

@@ -28,7 +28,7 @@ from harness.base import fields
 from harness.base.errors import ExitCode, ModelCallError, did_you_mean
 from harness.base.redaction import redact
 from harness.llm.batching import Batcher
-from harness.llm.deadline import call_timed_out, http_event_hooks
+from harness.llm.deadline import call_timed_out, cap_retry_waits, http_event_hooks
 from harness.llm.ratelimit import RateLimiter
 
 if TYPE_CHECKING:
@@ -113,6 +113,13 @@ class Provider(ABC):
         """Make what a call needs before its clock starts (an SDK's import, its client): ``timeout_s`` bounds
         the call, not a process's first import of a library. Raises what making it raises."""
 
+    def bounds_its_calls(self) -> bool:
+        """Whether :meth:`send` keeps every wait of a call within the call's clock itself
+        (:func:`~harness.llm.deadline.current_clock`) and ends it with the clock's timeout error once the time is up,
+        so that the call may run on the caller's thread. False (the default): the policy runs it on a thread of its
+        own and stops waiting at ``timeout_s``, whatever the provider does."""
+        return False
+
     def preload(self) -> None:
         """Start any slow import in the background (called when a call is likely)."""
 
@@ -155,6 +162,7 @@ class SdkProvider(Provider):
         self._key_variable = key_variable
         self._sdk: Any = None
         self._sdk_lock = threading.Lock()
+        self._retry_waits_capped = False
 
     @property
     def base_url(self) -> str:
@@ -182,16 +190,23 @@ class SdkProvider(Provider):
     def ready(self) -> None:
         self._client()
 
+    def bounds_its_calls(self) -> bool:
+        """True once the client is made, when the SDK's waits before a retry could be capped: each attempt's
+        timeouts and a trickled answer are bounded by :meth:`http_client`'s hooks."""
+        return self._retry_waits_capped
+
     def _client(self) -> Any:
         with self._sdk_lock:
             if self._sdk is None:
                 try:
-                    self._sdk = self._make_sdk()
+                    sdk = self._make_sdk()
                 except ModelCallError:
                     raise
                 except Exception as err:  # e.g. a malformed base URL
                     raise ModelCallError(f"could not set up the model client for {self._base_url}: {one_line(err)}; "
                                          f"check {self.url_variable}", ExitCode.CONFIG_ERROR) from None
+                self._retry_waits_capped = cap_retry_waits(sdk)
+                self._sdk = sdk
             return self._sdk
 
     def close(self) -> None:
@@ -211,6 +226,8 @@ class SdkProvider(Provider):
         words it, :func:`provider_failure`)."""
         if isinstance(err, ModelCallError):
             return err
+        if isinstance(err.__cause__, ModelCallError):  # the policy's refusal inside the SDK (no time left for another
+            return err.__cause__                        # attempt), which the openai SDK words as a connection error
         errors = self.sdk_errors()
         after = retries_said(self.settings.max_retries)
         if isinstance(err, errors.timeout):
