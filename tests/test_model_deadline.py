@@ -95,7 +95,7 @@ def test_a_retry_after_longer_than_the_call_may_take_ends_at_timeout_s(server: t
 
 def test_an_sdk_call_runs_on_the_callers_thread(server: tuple[Any, Any, str]) -> None:
     """The built-in providers bound every wait of a call themselves, so a call is not handed to another thread and
-    back (which cost about 0.5 to 1 ms of CPU a case at concurrency 32)."""
+    back."""
     fake, reply, _ = server
     fake.queue(reply.text("hello"))
     client = client_for(server)

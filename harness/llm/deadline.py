@@ -9,8 +9,9 @@ most ``timeout_s``; then the call ends as a :class:`~harness.base.errors.ModelCa
 A provider whose every wait is bounded by the call's clock needs no other thread: the built-in SDK providers
 cap each HTTP attempt's timeouts and cut off a trickled answer (:func:`http_event_hooks`) and cap the SDK's wait
 before a retry (:func:`cap_retry_waits`), so their calls run on the caller's thread (:func:`call_inline`) and end
-as the timeout error just the same. Handing each call to another thread and back cost about 0.5 to 1 ms of CPU a
-case at concurrency 32 (benchmarks/README.md, "The harness against the bare SDK").
+as the timeout error just the same. That spares a thread and two hand-overs of the GIL a call (a run at
+concurrency 32 has 32 threads fewer); the CPU it saves is within a shared machine's noise (benchmarks/README.md,
+"The harness against the bare SDK").
 
 The clock (:class:`CallClock`) counts the call's time at the provider: its attempts and the backoff between
 them. The time it waits for the harness's own bounds (a slot of the concurrency bound, the rate limits) is
