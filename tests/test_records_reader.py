@@ -150,7 +150,8 @@ def test_a_reader_reads_while_a_session_writes(tmp_path: Path) -> None:
     attempt(store, cycle, "done", 1, model_usage=USAGE)
     store.write_loop_result(store.location(cycle, "writer", "done"), "suites/writer.yaml::done", "done",
                             {"success": True})
-    with store._writing() as conn:  # a write in progress: an attempt started, uncommitted
+
+    def read_while_writing(conn: sqlite3.Connection) -> None:  # a write in progress: an attempt started, uncommitted
         conn.execute("INSERT INTO agent_runs (cycle_id, agent_name, attempt, status, created_at)"
                      " VALUES (?, 'writer', 1, 'running', '2026-02-01T10:00:01Z')", (cycle,))
         started = time.monotonic()
@@ -160,6 +161,8 @@ def test_a_reader_reads_while_a_session_writes(tmp_path: Path) -> None:
         assert reader.loop_results(cycle) == store.loop_results(cycle) == expected
         assert len(reader.run_records(cycle)) == 1
         assert time.monotonic() - started < 5
+
+    store._write(read_while_writing)
     assert len(RecordReader(work).run_records(cycle)) == 2
     store.close()
 

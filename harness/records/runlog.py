@@ -33,21 +33,23 @@ def write_entries(path: Path, entries: Sequence[Any]) -> None:
     atomic_write_text(path, f"[\n{body}\n]\n")
 
 
-def append_run_log(path: Path, record: RunRecord) -> None:
-    """Append one RunRecord to the cycle's run-log.json, a JSON array with one record per line.
+def append_run_log(path: Path, *records: RunRecord) -> None:
+    """Append RunRecords to the cycle's run-log.json, a JSON array with one record per line.
 
-    The append is one write that replaces the closing ``]`` with the new line and a new
+    The append is one write that replaces the closing ``]`` with the new lines and a new
     ``]``: O(1) however long the cycle, and the file is the old array or the new one whatever
     happens to the process. (Against a power cut the SQLite row is the durable copy.) A file
     that is not in this layout is read whole and rewritten atomically; a malformed one is
     reported and never overwritten.
     """
-    line = redact(json.dumps(redact_json(record.model_dump(mode="json")), ensure_ascii=False)).encode("utf-8")
+    encoded = [redact(json.dumps(redact_json(record.model_dump(mode="json")), ensure_ascii=False)).encode("utf-8")
+               for record in records]
+    lines = b",\n".join(encoded)
     with locked(path):
         try:
             handle = open(path, "r+b", buffering=0)  # binary and unbuffered: one write, the same bytes on Windows
         except FileNotFoundError:
-            atomic_write_text(path, f"[\n{line.decode('utf-8')}\n]\n")
+            atomic_write_text(path, f"[\n{lines.decode('utf-8')}\n]\n")
             return
         with handle:
             size = os.fstat(handle.fileno()).st_size
@@ -56,10 +58,10 @@ def append_run_log(path: Path, record: RunRecord) -> None:
                 handle.seek(size - tail)
                 if handle.read(tail) == RUN_LOG_TAIL:
                     handle.seek(size - tail)
-                    _write_all(handle, b",\n" + line + RUN_LOG_TAIL)
+                    _write_all(handle, b",\n" + lines + RUN_LOG_TAIL)
                     return
         entries = read_entries(path)  # raises, naming the file and line, when it is malformed
-        entries.append(json.loads(line))
+        entries.extend(json.loads(line) for line in encoded)
         write_entries(path, entries)
 
 

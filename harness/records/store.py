@@ -16,17 +16,19 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import functools
 import json
 import os
 import shutil
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.base.clock import utc_now
 from harness.base.fileio import atomic_write_json, atomic_write_text, file_lock, shared_lock
+from harness.base.group_commit import GroupCommit
 from harness.base.jsonlines import AppendOnlyFile, json_line, read_json_lines
 from harness.base.models import EvaluatorOutput, RunRecord
 from harness.base.redaction import redact, redact_json
@@ -58,6 +60,14 @@ _INSERT_DETAILS_SQL = (f"INSERT OR REPLACE INTO attempt_details ({', '.join(DETA
                        f" VALUES ({', '.join('?' for _ in DETAIL_WRITE_COLUMNS)})")
 
 
+T = TypeVar("T")
+
+
+def _append_to_run_log(path: Path, records: Sequence[RunRecord]) -> list[None]:
+    runlog.append_run_log(path, *records)
+    return [None] * len(records)
+
+
 class RecordStore:
     """Artifacts, run-log.json and the SQLite database under one work folder."""
 
@@ -70,7 +80,7 @@ class RecordStore:
         self._idle: list[sqlite3.Connection] = []  # connections no call is using
         self._pool_lock = threading.Lock()
         self._permits = threading.BoundedSemaphore(MAX_CONNECTIONS)
-        self._write_turn = threading.Lock()  # this process's writers, one at a time (see _writing)
+        self._transactions = GroupCommit(self._transaction_of)  # this process's writes (see _write)
         self._closed = False
         self._schema_ready = False
         self._schema_lock = threading.Lock()
@@ -79,6 +89,7 @@ class RecordStore:
         self.reconciliation = Reconciliation()  # what allocating this store's cycle reconciled
         self._appended: dict[str, AppendOnlyFile] = {}  # each cycle's execution-results.jsonl, open while in use
         self._appended_lock = threading.Lock()
+        self._run_log_appends: dict[str, GroupCommit[RunRecord, None]] = {}  # each run-log.json's appends
 
     # --- database --------------------------------------------------------------------------
 
@@ -106,16 +117,20 @@ class RecordStore:
                 if not keep:
                     conn.close()
 
-    @contextlib.contextmanager
-    def _writing(self) -> Iterator[sqlite3.Connection]:
-        """A connection in one write transaction. The threads of this process take turns here before SQLite sees
-        them: it lets one connection write at a time, and one that finds the database taken retries in sleeps of 1
-        to 100 ms (its busy handler), where a thread waiting on this lock wakes as soon as the other commits (32
-        item threads' sleeps cost 12 system calls and two context switches a case). Other processes of the session
-        (xdist workers) still meet SQLite's own waiting. The turn is taken before the connection, so a writer
-        never holds a connection that a reader waits for while it waits its turn."""
-        with self._write_turn, self._connection() as conn, _transaction(conn):
-            yield conn
+    def _write(self, statements: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``statements(conn)`` in a write transaction; return what it returns once the transaction is committed.
+
+        The writes of this process's threads go through one group commit (:mod:`harness.base.group_commit`): the
+        writes queued while one transaction commits go into the next one together. So the threads take turns
+        before SQLite sees them: it lets one connection write at a time, and one that finds the database taken
+        retries in sleeps of 1 to 100 ms (its busy handler). Other processes of the session (xdist workers) still
+        meet SQLite's own waiting. The turn is taken before the connection, so a writer never holds a connection
+        that a reader waits for while it waits its turn."""
+        return self._transactions(statements)
+
+    def _transaction_of(self, group: Sequence[Callable[[sqlite3.Connection], Any]]) -> list[Any]:
+        with self._connection() as conn, _transaction(conn):
+            return [statements(conn) for statements in group]
 
     def close(self) -> None:
         with self._pool_lock:
@@ -196,16 +211,16 @@ class RecordStore:
         """Insert the attempt as ``running`` before any work, so a crash leaves a trace.
 
         ``created_at`` is when the attempt started (default: now); its RunRecord must carry the same value."""
-        with self._writing() as conn:
-            cursor = conn.execute(
-                "INSERT INTO agent_runs (cycle_id, agent_name, attempt, status, artifact_path, created_at,"
-                " rubric_version) VALUES (?, ?, ?, 'running', ?, ?, ?)",
-                (where.cycle_id, where.agent_name, attempt, self.display_path(where.attempt_artifact(attempt)),
-                 created_at or utc_now(), rubric_version),
-            )
-            run_id = cursor.lastrowid
+        row = (where.cycle_id, where.agent_name, attempt, self.display_path(where.attempt_artifact(attempt)),
+               created_at or utc_now(), rubric_version)
+
+        def insert(conn: sqlite3.Connection) -> int:
+            run_id = conn.execute("INSERT INTO agent_runs (cycle_id, agent_name, attempt, status, artifact_path,"
+                                  " created_at, rubric_version) VALUES (?, ?, ?, 'running', ?, ?, ?)", row).lastrowid
             self._write_details(conn, run_id, details)
-        return run_id
+            return run_id
+
+        return self._write(insert)
 
     def write_artifact(self, where: RunLocation, attempt: int, text: str) -> Path:
         path = where.attempt_artifact(attempt)
@@ -258,12 +273,10 @@ class RecordStore:
         item was given (``case_data``: its inputs, reference answer and description; redacted, at most 64 KB).
 
         A row, not a file per item: creating a file costs about a millisecond a case on a busy disk."""
-        given = encode_case_data(case_data) if case_data is not None else None
-        with self._writing() as conn:
-            conn.execute("INSERT OR REPLACE INTO loop_results (cycle_id, nodeid, agent_name, case_id, result,"
-                         " case_data) VALUES (?, ?, ?, ?, ?, ?)",
-                         (where.cycle_id, nodeid, where.agent_name, case_id,
-                          json.dumps(redact_json(result), ensure_ascii=False), given))
+        row = (where.cycle_id, nodeid, where.agent_name, case_id, json.dumps(redact_json(result), ensure_ascii=False),
+               encode_case_data(case_data) if case_data is not None else None)
+        self._write(lambda conn: conn.execute("INSERT OR REPLACE INTO loop_results (cycle_id, nodeid, agent_name,"
+                                              " case_id, result, case_data) VALUES (?, ?, ?, ?, ?, ?)", row))
 
     def write_final(self, where: RunLocation, attempt: int) -> Path:
         """``final.md``: the passing attempt (seed: symlink or copy). A hard link is a copy that costs
@@ -289,17 +302,18 @@ class RecordStore:
 
         The row and the entry are one record: the row takes the record's ``created_at`` (the attempt's
         start, which the engine also gave :meth:`start_attempt`)."""
-        with self._writing() as conn:
-            conn.execute(
-                "UPDATE agent_runs SET status = ?, overall_score = ?, dimension_scores = ?, feedback = ?,"
-                " suggested_fixes = ?, artifact_path = ?, created_at = ?, duration_ms = ?, rubric_version = ?"
-                " WHERE id = ?",
-                (record.status, record.overall_score, json.dumps(record.dimension_scores),
-                 None if record.feedback is None else redact(record.feedback),
-                 json.dumps(redact_json(record.suggested_fixes)), record.artifact_path, record.created_at,
-                 record.duration_ms, record.rubric_version, run_id),
-            )
+        row = (record.status, record.overall_score, json.dumps(record.dimension_scores),
+               None if record.feedback is None else redact(record.feedback),
+               json.dumps(redact_json(record.suggested_fixes)), record.artifact_path, record.created_at,
+               record.duration_ms, record.rubric_version, run_id)
+
+        def update(conn: sqlite3.Connection) -> None:
+            conn.execute("UPDATE agent_runs SET status = ?, overall_score = ?, dimension_scores = ?, feedback = ?,"
+                         " suggested_fixes = ?, artifact_path = ?, created_at = ?, duration_ms = ?,"
+                         " rubric_version = ? WHERE id = ?", row)
             self._write_details(conn, run_id, details)
+
+        self._write(update)
         self.append_run_log(run_log, record)
 
     @staticmethod
@@ -308,11 +322,10 @@ class RecordStore:
 
     def record_verdict(self, cycle_id: str, nodeid: str, verdict: str) -> None:
         """pytest's verdict on an item, kept on its final attempt (what reports and history count)."""
-        with self._writing() as conn:
-            conn.execute(
-                "UPDATE attempt_details SET verdict = ? WHERE run_id = (SELECT d.run_id FROM attempt_details d"
-                " JOIN agent_runs r ON r.id = d.run_id WHERE r.cycle_id = ? AND d.nodeid = ?"
-                " ORDER BY r.attempt DESC, r.id DESC LIMIT 1)", (verdict, cycle_id, nodeid))
+        self._write(lambda conn: conn.execute(
+            "UPDATE attempt_details SET verdict = ? WHERE run_id = (SELECT d.run_id FROM attempt_details d"
+            " JOIN agent_runs r ON r.id = d.run_id WHERE r.cycle_id = ? AND d.nodeid = ?"
+            " ORDER BY r.attempt DESC, r.id DESC LIMIT 1)", (verdict, cycle_id, nodeid)))
 
     def display_path(self, path: Path) -> str:
         """How records name a file: relative to the project root, absolute when outside it."""
@@ -323,8 +336,15 @@ class RecordStore:
         return run_log_path(self.work_dir, cycle_id)
 
     def append_run_log(self, path: Path, record: RunRecord) -> None:
-        """Append one RunRecord to the cycle's run-log.json (:func:`harness.records.runlog.append_run_log`)."""
-        runlog.append_run_log(path, record)
+        """Append one RunRecord to the cycle's run-log.json (:func:`harness.records.runlog.append_run_log`), with
+        the records other threads append at the same moment: one lock and one write for them all (a group
+        commit, :mod:`harness.base.group_commit`)."""
+        key = str(path)
+        with self._appended_lock:
+            appends = self._run_log_appends.get(key)
+            if appends is None:
+                appends = self._run_log_appends[key] = GroupCommit(functools.partial(_append_to_run_log, path))
+        appends(record)
 
     # --- reading back ----------------------------------------------------------------------
 
