@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import tarfile
 import tempfile
@@ -54,12 +53,10 @@ def main() -> int:
     speed.PORT = speed.free_port()
     args.dir.mkdir(parents=True, exist_ok=True)
     variants = {args.revision: speed.Variant(export(args.revision, args.dir)), "working tree": speed.Variant(REPO)}
-    root = Path(tempfile.mkdtemp(prefix="harness-ab-", dir=args.dir))
-    try:
-        medians = speed.alternate(variants, args.rounds, args.cases, root)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    root = speed.runs_folder(args.dir, "ab")
+    medians = speed.alternate(variants, args.rounds, args.cases, root)
     speed.print_alternated(medians, args.rounds, args.revision, "working tree")
+    print(speed.kept(root))
     return 0
 
 

@@ -25,8 +25,6 @@ import argparse
 import json
 import os
 import resource
-import tempfile
-import time
 from pathlib import Path
 
 import speed
@@ -96,9 +94,7 @@ def main() -> int:
     speed.PORT = speed.free_port()
     args.dir.mkdir(parents=True, exist_ok=True)
     small = max(1, args.cases // 5)
-    # the runs' records are kept, not removed at the end: on ext4 without a journal, thousands of files deleted
-    # make every file created in the next minutes dearer (see versus_sdk.py), which would land on the next benchmark
-    root = Path(tempfile.mkdtemp(prefix=time.strftime("budget-%Y%m%d-%H%M%S-"), dir=args.dir))
+    root = speed.runs_folder(args.dir, "budget")
     for cases in (small, args.cases):
         speed.write_suite(root / f"suite-{cases}", cases)
     found: list[dict[str, float]] = []
@@ -113,7 +109,7 @@ def main() -> int:
             per_case["sdk"] = (sdk - small_sdk) / (args.cases - small)
             found.append(per_case)
     print_budget(found, args)
-    print(f"\nThe runs' records are in {root}: remove it when you are done, not just before another benchmark.")
+    print(speed.kept(root))
     return 0
 
 

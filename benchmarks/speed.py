@@ -26,7 +26,6 @@ import json
 import math
 import os
 import resource
-import shutil
 import signal
 import statistics
 import subprocess
@@ -124,6 +123,21 @@ def write_suite(root: Path, cases: int, *, trivial: bool = False, python_agents:
             def test_trivial(i):
                 assert i >= 0
             """))
+
+
+def runs_folder(parent: Path, name: str) -> Path:
+    """A new folder for one benchmark's runs under ``parent``; the benchmark keeps it and ends with :func:`kept`.
+
+    Not removed: on ext4 without a journal, an inode deleted in the last few minutes is passed over when a file is
+    created, so removing a benchmark's thousands of record files made the files of the next benchmark started within
+    minutes dearer (budget.py read 2.4 to 2.7 ms of records a case after a removal, 1.1 to 1.3 ms without)."""
+    parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=time.strftime(f"{name}-%Y%m%d-%H%M%S-"), dir=parent))
+
+
+def kept(folder: Path) -> str:
+    """The last line of a benchmark that kept its runs in ``folder``."""
+    return f"\nThe runs are kept in {folder}: remove it when you are done, not just before another benchmark."
 
 
 @contextmanager
@@ -318,102 +332,100 @@ def main() -> int:
     # which makes every run compile the harness's modules again, about 0.3 s of start-up here).
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     args.dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="harness-bench-", dir=args.dir))
+    tmp = runs_folder(args.dir, "speed")
     rows: list[tuple[str, str, str]] = []
-    try:
-        suite = tmp / "suite"
-        write_suite(suite, args.cases, trivial=True)
-        common = ["suites/", f"--harness-concurrency={args.concurrency}", "-o", "harness_progress_interval=0"]
-        if args.traces == "off":
-            common.append("--harness-capture=off")
-        startup = median([run_pytest(suite, ["suites/", "--collect-only"]).wall for _ in range(args.runs)])
-        sdk_import = median([sdk_import_seconds() for _ in range(args.runs)])
-        calls = 2 * args.cases
-        bound = math.ceil(calls / args.concurrency) * args.latency
-        limit = bound + startup
+    suite = tmp / "suite"
+    write_suite(suite, args.cases, trivial=True)
+    common = ["suites/", f"--harness-concurrency={args.concurrency}", "-o", "harness_progress_interval=0"]
+    if args.traces == "off":
+        common.append("--harness-capture=off")
+    startup = median([run_pytest(suite, ["suites/", "--collect-only"]).wall for _ in range(args.runs)])
+    sdk_import = median([sdk_import_seconds() for _ in range(args.runs)])
+    calls = 2 * args.cases
+    bound = math.ceil(calls / args.concurrency) * args.latency
+    limit = bound + startup
 
-        walls, peaks, server_calls, to_first_call = [], [], [], []
-        for run in range(args.runs):
-            with fake_server(args.latency, tmp) as (url, stats):
-                done = run_pytest(suite, [*common, f"--harness-work-dir=WORK-{run}"], url)
-            walls.append(done.wall)
-            peaks.append(stats.get("peak_in_flight", -1))
-            server_calls.append(stats.get("calls", -1))
-            if stats.get("first_request_at"):
-                to_first_call.append(stats["first_request_at"] - done.launched_at)
-        wall = median(walls)
-        first = median(to_first_call) if to_first_call else float("nan")
-        rows.append((f"{args.cases} cases x 2 calls, {args.latency * 1000:.0f} ms/call, concurrency "
-                     f"{args.concurrency}", f"{wall:.2f} s",
-                     f"limit {limit:.2f} s = {bound:.1f} s + {startup:.2f} s start-up (--collect-only): "
-                     f"ratio {wall / limit:.2f} (target <= 1.25)"))
-        rows.append(("  start-up counted up to the first model call", f"{first:.2f} s",
-                     f"collection and the SDK's one-time import ({sdk_import:.2f} s alone) included: "
-                     f"limit {bound + first:.2f} s, ratio {wall / (bound + first):.2f}"))
-        bare = []
-        for _ in range(args.runs):
-            with fake_server(args.latency, tmp) as (url, _):
-                bare.append(bare_sdk_seconds(url, calls, args.concurrency)[0])
-        rows.append((f"  the bare SDK: {calls} calls from {args.concurrency} threads, same server",
-                     f"{median(bare):.2f} s",
-                     f"{median(bare) / bound:.2f}x the {bound:.1f} s latency bound: what the SDK and the fake "
-                     "server allow before any harness work"))
-        rows.append(("peak calls in flight", f"{max(peaks)}", f"concurrency {args.concurrency} (runs: {peaks}); "
-                     f"calls per run {server_calls}"))
+    walls, peaks, server_calls, to_first_call = [], [], [], []
+    for run in range(args.runs):
+        with fake_server(args.latency, tmp) as (url, stats):
+            done = run_pytest(suite, [*common, f"--harness-work-dir=WORK-{run}"], url)
+        walls.append(done.wall)
+        peaks.append(stats.get("peak_in_flight", -1))
+        server_calls.append(stats.get("calls", -1))
+        if stats.get("first_request_at"):
+            to_first_call.append(stats["first_request_at"] - done.launched_at)
+    wall = median(walls)
+    first = median(to_first_call) if to_first_call else float("nan")
+    rows.append((f"{args.cases} cases x 2 calls, {args.latency * 1000:.0f} ms/call, concurrency "
+                 f"{args.concurrency}", f"{wall:.2f} s",
+                 f"limit {limit:.2f} s = {bound:.1f} s + {startup:.2f} s start-up (--collect-only): "
+                 f"ratio {wall / limit:.2f} (target <= 1.25)"))
+    rows.append(("  start-up counted up to the first model call", f"{first:.2f} s",
+                 f"collection and the SDK's one-time import ({sdk_import:.2f} s alone) included: "
+                 f"limit {bound + first:.2f} s, ratio {wall / (bound + first):.2f}"))
+    bare = []
+    for _ in range(args.runs):
+        with fake_server(args.latency, tmp) as (url, _):
+            bare.append(bare_sdk_seconds(url, calls, args.concurrency)[0])
+    rows.append((f"  the bare SDK: {calls} calls from {args.concurrency} threads, same server",
+                 f"{median(bare):.2f} s",
+                 f"{median(bare) / bound:.2f}x the {bound:.1f} s latency bound: what the SDK and the fake "
+                 "server allow before any harness work"))
+    rows.append(("peak calls in flight", f"{max(peaks)}", f"concurrency {args.concurrency} (runs: {peaks}); "
+                 f"calls per run {server_calls}"))
 
-        again_walls, again_calls = [], []
-        for run in range(args.runs):
-            with fake_server(args.latency, tmp) as (url, stats):
-                again_walls.append(run_pytest(suite, [*common, f"--harness-work-dir=WORK-{run}"], url).wall)
-            again_calls.append(stats.get("calls", -1))
-        rows.append(("second identical run (response cache)", f"{median(again_walls):.2f} s",
-                     f"model calls {again_calls} (target 0)"))
+    again_walls, again_calls = [], []
+    for run in range(args.runs):
+        with fake_server(args.latency, tmp) as (url, stats):
+            again_walls.append(run_pytest(suite, [*common, f"--harness-work-dir=WORK-{run}"], url).wall)
+        again_calls.append(stats.get("calls", -1))
+    rows.append(("second identical run (response cache)", f"{median(again_walls):.2f} s",
+                 f"model calls {again_calls} (target 0)"))
 
-        harness_wall, harness_cpu, plain_wall, plain_cpu, bare_zero = [], [], [], [], []
-        for run in range(args.runs):
-            with fake_server(0.0, tmp) as (url, _):
-                done = run_pytest(suite, [*common, "--harness-cache=off", f"--harness-work-dir=Z-{run}"], url)
-                bare_zero.append(bare_sdk_seconds(url, calls, args.concurrency)[1])
-            harness_wall.append(done.wall)
-            harness_cpu.append(done.cpu)
-            plain = run_pytest(suite, ["test_trivial.py"])
-            plain_wall.append(plain.wall)
-            plain_cpu.append(plain.cpu)
-        per = 1000 / args.cases
-        extra_wall = (median(harness_wall) - median(plain_wall)) * per
-        sdk_share = median(bare_zero) * per
-        rows.append(("0 ms server: harness per case (wall / CPU)",
-                     f"{median(harness_wall) * per:.2f} / {median(harness_cpu) * per:.2f} ms",
-                     f"plain pytest per item {median(plain_wall) * per:.2f} / {median(plain_cpu) * per:.2f} ms: "
-                     f"{extra_wall:.2f} ms/case more"))
-        rows.append(("  of which the SDK (import + 2 calls, bare process)", f"{sdk_share:.2f} ms",
-                     f"the harness's own cost: {extra_wall - sdk_share:.2f} ms/case (target < 5 ms)"))
+    harness_wall, harness_cpu, plain_wall, plain_cpu, bare_zero = [], [], [], [], []
+    for run in range(args.runs):
+        with fake_server(0.0, tmp) as (url, _):
+            done = run_pytest(suite, [*common, "--harness-cache=off", f"--harness-work-dir=Z-{run}"], url)
+            bare_zero.append(bare_sdk_seconds(url, calls, args.concurrency)[1])
+        harness_wall.append(done.wall)
+        harness_cpu.append(done.cpu)
+        plain = run_pytest(suite, ["test_trivial.py"])
+        plain_wall.append(plain.wall)
+        plain_cpu.append(plain.cpu)
+    per = 1000 / args.cases
+    extra_wall = (median(harness_wall) - median(plain_wall)) * per
+    sdk_share = median(bare_zero) * per
+    rows.append(("0 ms server: harness per case (wall / CPU)",
+                 f"{median(harness_wall) * per:.2f} / {median(harness_cpu) * per:.2f} ms",
+                 f"plain pytest per item {median(plain_wall) * per:.2f} / {median(plain_cpu) * per:.2f} ms: "
+                 f"{extra_wall:.2f} ms/case more"))
+    rows.append(("  of which the SDK (import + 2 calls, bare process)", f"{sdk_share:.2f} ms",
+                 f"the harness's own cost: {extra_wall - sdk_share:.2f} ms/case (target < 5 ms)"))
 
-        local = tmp / "local"
-        write_suite(local, args.cases, python_agents=True)
-        local_wall, local_cpu = [], []
-        for run in range(args.runs):
-            done = run_pytest(local, [*common, f"--harness-work-dir=L-{run}"])
-            local_wall.append(done.wall)
-            local_cpu.append(done.cpu)
-        rows.append(("no model: Python producer and judge, per case (wall / CPU)",
-                     f"{median(local_wall) * per:.2f} / {median(local_cpu) * per:.2f} ms",
-                     "the harness alone (loop, checks, records): "
-                     f"{(median(local_wall) - median(plain_wall)) * per:.2f} "
-                     "ms/case more than plain pytest (target < 5 ms)"))
+    local = tmp / "local"
+    write_suite(local, args.cases, python_agents=True)
+    local_wall, local_cpu = [], []
+    for run in range(args.runs):
+        done = run_pytest(local, [*common, f"--harness-work-dir=L-{run}"])
+        local_wall.append(done.wall)
+        local_cpu.append(done.cpu)
+    rows.append(("no model: Python producer and judge, per case (wall / CPU)",
+                 f"{median(local_wall) * per:.2f} / {median(local_cpu) * per:.2f} ms",
+                 "the harness alone (loop, checks, records): "
+                 f"{(median(local_wall) - median(plain_wall)) * per:.2f} "
+                 "ms/case more than plain pytest (target < 5 ms)"))
 
-        big = tmp / "big"
-        write_suite(big, args.collect_cases)
-        measured = [peak_rss_mb_of(big, ["suites/", "--collect-only"]) for _ in range(args.runs)]
-        rows.append((f"collect {args.collect_cases} cases", f"{median([m[0] for m in measured]):.2f} s",
-                     f"peak memory {median([m[1] for m in measured]):.0f} MB (targets: 5 s, 500 MB)"))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    big = tmp / "big"
+    write_suite(big, args.collect_cases)
+    measured = [peak_rss_mb_of(big, ["suites/", "--collect-only"]) for _ in range(args.runs)]
+    rows.append((f"collect {args.collect_cases} cases", f"{median([m[0] for m in measured]):.2f} s",
+                 f"peak memory {median([m[1] for m in measured]):.0f} MB (targets: 5 s, 500 MB)"))
 
     width = max(len(r[0]) for r in rows)
     print(f"\n{'measure':<{width}}  {'median':>14}  notes (medians of {args.runs} runs)")
     for name, value, note in rows:
         print(f"{name:<{width}}  {value:>14}  {note}")
+    print(kept(tmp))
     return 0
 
 

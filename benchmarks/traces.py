@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import speed
@@ -31,12 +29,10 @@ def main() -> int:
     speed.PORT = speed.free_port()
     args.dir.mkdir(parents=True, exist_ok=True)
     variants = {"on": speed.Variant(), "off": speed.Variant(options=("--harness-capture=off",))}
-    root = Path(tempfile.mkdtemp(prefix="harness-traces-", dir=args.dir))
-    try:
-        medians = speed.alternate(variants, args.rounds, args.cases, root)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    root = speed.runs_folder(args.dir, "traces")
+    medians = speed.alternate(variants, args.rounds, args.cases, root)
     speed.print_alternated(medians, args.rounds, "off", "on", target="   target < +0.5")
+    print(speed.kept(root))
     return 0
 
 

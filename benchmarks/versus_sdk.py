@@ -21,8 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import shutil
-import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
@@ -52,9 +50,9 @@ def pairs(root: Path, cases: int, latency: float, rounds: int, concurrency: int)
     suite = root / f"{speed.PROVIDER}-{cases}"
     if not suite.exists():
         speed.write_suite(suite, cases, trivial=True)
-    # each run's records stay until the end (the temporary root goes then): removing thousands of files just before
-    # the next run made that run's files cost twice the CPU (ext4 without a journal looks over the inodes deleted
-    # in the last 30 seconds before it hands out a new one), a cost of the benchmark's cleaning up, not of the harness
+    # each run's records stay (speed.runs_folder keeps them): removing thousands of files just before the next run
+    # made that run's files cost twice the CPU (ext4 without a journal passes over the inodes deleted in the last
+    # few minutes when it hands out a new one), a cost of the benchmark's cleaning up, not of the harness
     options = ["suites/", f"--harness-concurrency={concurrency}", "-o", "harness_progress_interval=0",
                "--harness-cache=off"]
     found = []
@@ -119,13 +117,11 @@ def main() -> int:
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # as on a user's machine (see speed.py)
     speed.PORT = speed.free_port()
     args.dir.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix="harness-sdk-", dir=args.dir))
-    try:
-        for provider in args.provider or sorted(speed.MODELS):
-            print("\n".join(measure(provider, sorted(set(args.sizes)), args.rounds, args.concurrency, root)),
-                  flush=True)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    root = speed.runs_folder(args.dir, "versus-sdk")
+    for provider in args.provider or sorted(speed.MODELS):
+        print("\n".join(measure(provider, sorted(set(args.sizes)), args.rounds, args.concurrency, root)),
+              flush=True)
+    print(speed.kept(root))
     return 0
 
 
