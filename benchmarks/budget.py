@@ -6,9 +6,9 @@
 speed.py's suite (a producer call and a judge call a case) runs on the fake server with budget_meter.py as a pytest
 plugin, which adds up the thread CPU time spent inside each part of a case: pytest's item, the item's steps, the model
 calls in the provider (the SDK's work and the wire format), the records, the trace lines. Thread CPU time counts what
-the thread itself runs, not what it waits for, so at concurrency 1 the parts hardly move between runs (a few
-hundredths of a millisecond) where the whole process's CPU moves by tenths: this is the measure to trim a case's path
-with, and ab.py (the whole process, alternated) the one to confirm a change with.
+the thread itself runs, not what it waits for, and leaves start-up out: two sets of 3 runs taken minutes apart read
+3.03 and 2.82 ms a case for the harness's own work, where the whole process read 5.24 and 4.54. So this is the
+measure to trim a case's path with, and ab.py (the whole process, alternated) the one to confirm a change with.
 
 Printed per case, medians of the runs: each part; pytest's own work and the plugin's hooks around the item (the
 item's three phases less its run); the harness's own work (everything less the model calls); and for reference the
@@ -54,17 +54,13 @@ def parts(provider: str) -> list[tuple[str, str]]:
 def measure(root: Path, cases: int, url: str, args: argparse.Namespace, n: int) -> tuple[dict, float]:
     """One metered run: {function: seconds} and the whole process's CPU seconds."""
     out = root / f"budget-{cases}-{n}.json"
-    env_before = dict(os.environ)
-    os.environ.update(BUDGET_PARTS=",".join(function for _, function in parts(args.provider)), BUDGET_OUT=str(out),
-                      PYTHONPATH=os.pathsep.join(filter(None, [str(speed.HERE), os.environ.get("PYTHONPATH")])))
-    try:
-        run = speed.run_pytest(root / f"suite-{cases}", ["suites/", "-p", "budget_meter",
-                                                         f"--harness-concurrency={args.concurrency}",
-                                                         "-o", "harness_progress_interval=0", "--harness-cache=off",
-                                                         f"--harness-work-dir=W-{n}", *args.pytest_option], url)
-    finally:
-        os.environ.clear()
-        os.environ.update(env_before)
+    meter = {"BUDGET_PARTS": ",".join(function for _, function in parts(args.provider)), "BUDGET_OUT": str(out),
+             "PYTHONPATH": os.pathsep.join(filter(None, [str(speed.HERE), os.environ.get("PYTHONPATH")]))}
+    run = speed.run_pytest(root / f"suite-{cases}", ["suites/", "-p", "budget_meter",
+                                                     f"--harness-concurrency={args.concurrency}",
+                                                     "-o", "harness_progress_interval=0", "--harness-cache=off",
+                                                     f"--harness-work-dir=W-{n}", *args.pytest_option], url,
+                           env_extra=meter)
     if run.code != 0:
         raise SystemExit(f"the run of {cases} cases exited {run.code}")
     return {function: seconds for function, (seconds, _calls) in json.loads(out.read_text()).items()}, run.cpu

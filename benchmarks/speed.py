@@ -170,10 +170,11 @@ class Run(NamedTuple):
     launched_at: float  # time.time() when the child was started
 
 
-def run_pytest(root: Path, args: list[str], base_url: str | None = None, *, code: Path | None = None) -> Run:
+def run_pytest(root: Path, args: list[str], base_url: str | None = None, *, code: Path | None = None,
+               env_extra: dict[str, str] | None = None) -> Run:
     """One pytest run in a fresh process; ``code``: the folder whose ``harness`` package it imports (another
-    revision's tree, for an A/B), ahead of the installed one."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    revision's tree, for an A/B), ahead of the installed one; ``env_extra``: more environment variables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")} | (env_extra or {})
     if code is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), env.get("PYTHONPATH")]))
     url_variable, key_variable = KEY_VARIABLES[PROVIDER]
