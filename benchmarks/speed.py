@@ -136,8 +136,12 @@ def runs_folder(parent: Path, name: str) -> Path:
 
 
 def kept(folder: Path) -> str:
-    """The last line of a benchmark that kept its runs in ``folder``."""
-    return f"\nThe runs are kept in {folder}: remove it when you are done, not just before another benchmark."
+    """The last line of a benchmark that kept its runs in ``folder``, with their size on disk."""
+    blocks = {(found.st_dev, found.st_ino): found.st_blocks  # a hard link (final.md) counted once
+              for found in (entry.lstat() for entry in folder.rglob("*"))}
+    size = sum(blocks.values()) * 512
+    return (f"\nThe runs are kept in {folder} ({size / 1e6:,.0f} MB): remove it when you are done, not just before "
+            "another benchmark.")
 
 
 @contextmanager
