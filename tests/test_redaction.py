@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from conftest import JUDGED_CASES, QUALITY_RUBRIC, Project
-from harness.base.redaction import child_environment, is_credential_name, redact, redact_json, redact_objects
+from harness.base.redaction import (
+    child_environment,
+    is_credential_name,
+    redact,
+    redact_json,
+    redact_objects,
+    redacted_json,
+)
 
 CANARY_KEY = "sk-ant-api03-CANARYcanaryCANARY0123456789abcdefghij"
 CANARY_PASSWORD = "canary-pass-5c1e7d"
@@ -64,6 +71,19 @@ def test_redact_json_reaches_every_string(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("API_TOKEN", 'tok"with\\quotes')
     data = {"a": ['tok"with\\quotes', 3, None], 'tok"with\\quotes': {"b": True}}
     assert redact_json(data) == {"a": ["[REDACTED:API_TOKEN]", 3, None], "[REDACTED:API_TOKEN]": {"b": True}}
+
+
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_json_text_of_a_record_holds_no_secret_however_it_is_escaped(monkeypatch: pytest.MonkeyPatch,
+                                                                     ascii_only: bool) -> None:
+    # the text is scanned once as written: a secret with a quote, a backslash or letters beyond ASCII reads escaped
+    # there (\" \\ \u00e9 with the default ensure_ascii), and must still be found and redacted
+    monkeypatch.setenv("API_TOKEN", 'tök"with\\quotes-é')
+    data = {"a": ['tök"with\\quotes-é', 3, None], "b": {"c": "clean"}, 'tök"with\\quotes-é': 1}
+    text = redacted_json(data, ensure_ascii=ascii_only, sort_keys=True)
+    assert json.loads(text) == {"a": ["[REDACTED:API_TOKEN]", 3, None], "b": {"c": "clean"}, "[REDACTED:API_TOKEN]": 1}
+    clean = {"a": ["nothing secret", 3], "b": "é"}
+    assert redacted_json(clean, ensure_ascii=ascii_only) == json.dumps(clean, ensure_ascii=ascii_only)
 
 
 def test_redact_objects_reaches_every_string_of_a_pytest_traceback(monkeypatch: pytest.MonkeyPatch) -> None:

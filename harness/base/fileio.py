@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import os
 import signal
 import threading
@@ -21,7 +20,7 @@ from typing import Any
 
 import filelock
 
-from harness.base.redaction import redact, redact_json
+from harness.base.redaction import redact, redacted_json
 
 _temp_names = itertools.count()
 
@@ -70,7 +69,7 @@ def _create_temp(path: Path) -> tuple[int, str]:
 
 def atomic_write_json(path: Path, data: Any) -> None:
     # redacted as data first: a secret holding a quote or a backslash is escaped in the JSON text
-    atomic_write_text(path, json.dumps(redact_json(data), indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(path, redacted_json(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def append_text(path: Path, text: str, *, durable: bool = False) -> None:

@@ -110,8 +110,9 @@ def _pattern() -> tuple[re.Pattern[str], dict[str, str]]:
         _cache["pattern"] = re.compile("|".join([*alternatives, _SHAPES.pattern]))
         _cache["names"] = {f"v{i}": values[value] for i, value in enumerate(literals)}
         _cache["values"] = values
-        # a value as it reads inside JSON text too (quotes and backslashes escaped), for scans of records
-        escaped = [json.dumps(v, ensure_ascii=False)[1:-1] for v in literals]
+        # a value as it reads inside JSON text too (quotes and backslashes escaped, and other than ASCII as \u
+        # escapes, as json.dumps writes it by default), for scans of records
+        escaped = [json.dumps(v, ensure_ascii=ascii_only)[1:-1] for v in literals for ascii_only in (False, True)]
         _cache["needles"] = tuple(dict.fromkeys([*literals, *escaped]))
     return _cache["pattern"], _cache["names"]
 
@@ -161,6 +162,16 @@ def redact_json_text(text: str) -> str:
     except ValueError:
         return apply(text)
     return json.dumps(_walk(data, apply), ensure_ascii=False)
+
+
+def redacted_json(value: Any, **options: Any) -> str:
+    """``json.dumps(redact_json(value), **options)`` with one encoding for a value that holds no secret (most records
+    are clean): the text is scanned, and only one that may hold a secret is walked and encoded again."""
+    apply = Redactor()
+    text = json.dumps(value, **options)
+    if not apply.finds(text):
+        return text
+    return json.dumps(_walk(value, apply), **options)
 
 
 def redact_json(value: Any, apply: Redactor | None = None) -> Any:

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.base.redaction import redact_json
+from harness.base.redaction import redacted_json
 from harness.records.database import LazyDatabase
 
 __all__ = ["CACHE_MODES", "CacheMode", "ResponseCache", "cache_access", "cache_key", "canonical_json"]
@@ -105,7 +105,7 @@ class ResponseCache:
     def put(self, key: str, reply: Mapping[str, Any], *, model: str = "", overwrite: bool = True) -> None:
         """Store ``reply`` under ``key`` in one transaction; ``overwrite=False`` keeps an existing entry."""
         verb = "INSERT OR REPLACE" if overwrite else "INSERT OR IGNORE"
-        text = json.dumps(redact_json(dict(reply)), ensure_ascii=False, sort_keys=True)
+        text = redacted_json(dict(reply), ensure_ascii=False, sort_keys=True)
         with self._database.connection() as conn:
             conn.execute(f"{verb} INTO responses (key, model, reply, created_at) VALUES (?, ?, ?, ?)",
                          (key, model, text, time.time()))

@@ -15,7 +15,7 @@ from typing import Any
 from harness.base.appendlog import read_entries
 from harness.base.fileio import atomic_write_text, file_lock
 from harness.base.models import RunRecord
-from harness.base.redaction import redact, redact_json
+from harness.base.redaction import redact, redacted_json
 
 RUN_LOG_TAIL = b"\n]\n"
 
@@ -42,7 +42,7 @@ def append_run_log(path: Path, *records: RunRecord) -> None:
     that is not in this layout is read whole and rewritten atomically; a malformed one is
     reported and never overwritten.
     """
-    encoded = [redact(json.dumps(redact_json(record.model_dump(mode="json")), ensure_ascii=False)).encode("utf-8")
+    encoded = [redact(redacted_json(record.model_dump(mode="json"), ensure_ascii=False)).encode("utf-8")
                for record in records]
     lines = b",\n".join(encoded)
     with locked(path):

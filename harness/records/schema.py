@@ -11,7 +11,7 @@ import sqlite3
 from typing import Any
 
 from harness.base.attempts import AttemptDetails
-from harness.base.redaction import redact_json
+from harness.base.redaction import redact_json, redacted_json
 
 # Seed 000 section 1, verbatim: the columns, CHECK and indexes are a contract.
 AGENT_RUNS_SCHEMA = """
@@ -166,10 +166,10 @@ def detail_values(run_id: int, d: AttemptDetails) -> tuple[Any, ...]:
     """The row of ``d``, JSON columns encoded (and redacted, like every record)."""
     return (run_id, d.nodeid, d.case_id, d.rubric_name, d.outcome, d.exit_code, d.threshold, d.model,
             d.input_tokens, d.output_tokens, d.cache_write_tokens, d.cache_read_tokens, d.cost_usd,
-            json.dumps(redact_json(d.dimensions)), json.dumps(d.samples) if d.samples is not None else None,
+            redacted_json(d.dimensions), json.dumps(d.samples) if d.samples is not None else None,
             d.cached_answers,
-            json.dumps(redact_json(d.model_usage), sort_keys=True) if d.model_usage is not None else None,
-            int(bool(d.cost_known)), json.dumps(redact_json(d.commands)) if d.commands is not None else None,
+            redacted_json(d.model_usage, sort_keys=True) if d.model_usage is not None else None,
+            int(bool(d.cost_known)), redacted_json(d.commands) if d.commands is not None else None,
             d.variant)
 
 

@@ -31,7 +31,7 @@ from harness.base.fileio import atomic_write_json, atomic_write_text, file_lock,
 from harness.base.group_commit import GroupCommit
 from harness.base.jsonlines import AppendOnlyFile, json_line, read_json_lines
 from harness.base.models import EvaluatorOutput, RunRecord
-from harness.base.redaction import redact, redact_json
+from harness.base.redaction import redact, redacted_json
 from harness.records import runlog
 from harness.records.database import connect_writer
 from harness.records.database import transaction as _transaction
@@ -273,7 +273,7 @@ class RecordStore:
         item was given (``case_data``: its inputs, reference answer and description; redacted, at most 64 KB).
 
         A row, not a file per item: creating a file costs about a millisecond a case on a busy disk."""
-        row = (where.cycle_id, nodeid, where.agent_name, case_id, json.dumps(redact_json(result), ensure_ascii=False),
+        row = (where.cycle_id, nodeid, where.agent_name, case_id, redacted_json(result, ensure_ascii=False),
                encode_case_data(case_data) if case_data is not None else None)
         self._write(lambda conn: conn.execute("INSERT OR REPLACE INTO loop_results (cycle_id, nodeid, agent_name,"
                                               " case_id, result, case_data) VALUES (?, ?, ?, ?, ?, ?)", row))
@@ -304,7 +304,7 @@ class RecordStore:
         start, which the engine also gave :meth:`start_attempt`)."""
         row = (record.status, record.overall_score, json.dumps(record.dimension_scores),
                None if record.feedback is None else redact(record.feedback),
-               json.dumps(redact_json(record.suggested_fixes)), record.artifact_path, record.created_at,
+               redacted_json(record.suggested_fixes), record.artifact_path, record.created_at,
                record.duration_ms, record.rubric_version, run_id)
 
         def update(conn: sqlite3.Connection) -> None:
