@@ -154,7 +154,7 @@ def _add_missing_columns(conn: sqlite3.Connection) -> None:
                         raise
 
 
-# The columns AttemptDetails writes, in the order of :func:`detail_values`; verdict is written apart.
+# The columns AttemptDetails writes: run_id, then those of :func:`detail_values` in order; verdict is written apart.
 DETAIL_WRITE_COLUMNS = (
     "run_id", "nodeid", "case_id", "rubric_name", "outcome", "exit_code", "threshold", "model", "input_tokens",
     "output_tokens", "cache_write_tokens", "cache_read_tokens", "cost_usd", "dimensions", "samples",
@@ -162,9 +162,9 @@ DETAIL_WRITE_COLUMNS = (
 )
 
 
-def detail_values(run_id: int, d: AttemptDetails) -> tuple[Any, ...]:
-    """The row of ``d``, JSON columns encoded (and redacted, like every record)."""
-    return (run_id, d.nodeid, d.case_id, d.rubric_name, d.outcome, d.exit_code, d.threshold, d.model,
+def detail_values(d: AttemptDetails) -> tuple[Any, ...]:
+    """The row of ``d`` after its ``run_id``, JSON columns encoded (and redacted, like every record)."""
+    return (d.nodeid, d.case_id, d.rubric_name, d.outcome, d.exit_code, d.threshold, d.model,
             d.input_tokens, d.output_tokens, d.cache_write_tokens, d.cache_read_tokens, d.cost_usd,
             redacted_json(d.dimensions), json.dumps(d.samples) if d.samples is not None else None,
             d.cached_answers,

@@ -213,11 +213,12 @@ class RecordStore:
         ``created_at`` is when the attempt started (default: now); its RunRecord must carry the same value."""
         row = (where.cycle_id, where.agent_name, attempt, self.display_path(where.attempt_artifact(attempt)),
                created_at or utc_now(), rubric_version)
+        columns = detail_values(details)  # encoded before the transaction, not while it holds the database
 
         def insert(conn: sqlite3.Connection) -> int:
             run_id = conn.execute("INSERT INTO agent_runs (cycle_id, agent_name, attempt, status, artifact_path,"
                                   " created_at, rubric_version) VALUES (?, ?, ?, 'running', ?, ?, ?)", row).lastrowid
-            self._write_details(conn, run_id, details)
+            conn.execute(_INSERT_DETAILS_SQL, (run_id, *columns))
             return run_id
 
         return self._write(insert)
@@ -306,19 +307,16 @@ class RecordStore:
                None if record.feedback is None else redact(record.feedback),
                redacted_json(record.suggested_fixes), record.artifact_path, record.created_at,
                record.duration_ms, record.rubric_version, run_id)
+        columns = (run_id, *detail_values(details))
 
         def update(conn: sqlite3.Connection) -> None:
             conn.execute("UPDATE agent_runs SET status = ?, overall_score = ?, dimension_scores = ?, feedback = ?,"
                          " suggested_fixes = ?, artifact_path = ?, created_at = ?, duration_ms = ?,"
                          " rubric_version = ? WHERE id = ?", row)
-            self._write_details(conn, run_id, details)
+            conn.execute(_INSERT_DETAILS_SQL, columns)
 
         self._write(update)
         self.append_run_log(run_log, record)
-
-    @staticmethod
-    def _write_details(conn: sqlite3.Connection, run_id: int, details: AttemptDetails) -> None:
-        conn.execute(_INSERT_DETAILS_SQL, detail_values(run_id, details))
 
     def record_verdict(self, cycle_id: str, nodeid: str, verdict: str) -> None:
         """pytest's verdict on an item, kept on its final attempt (what reports and history count)."""
