@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gc
 import itertools
 import json
 import re
 import sqlite3
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -196,6 +198,35 @@ def test_cases_run_concurrently_and_are_reported_one_by_one_in_collection_order(
         f"c{i}": "escalated" if i in (3, 6) else "passed" for i in range(1, 9)}
 
 
+def test_the_scheduler_lets_an_items_result_go_once_pytest_has_taken_it() -> None:
+    # A session of 100,000 items must not hold 100,000 loop results (their attempts, evaluations and records)
+    # until it ends: the result is the item's to report, then garbage.
+    from harness.base.stop import StopFlag
+    from harness.face.scheduler import CaseScheduler
+
+    class Result:  # a loop result stand-in that a weak reference can watch
+        pass
+
+    made: dict[str, weakref.ref] = {}
+
+    def job(key: str) -> Callable[[], Result]:
+        def run() -> Result:
+            result = Result()
+            made[key] = weakref.ref(result)
+            return result
+        return run
+
+    scheduler = CaseScheduler(max_workers=2, stop=StopFlag())
+    scheduler.submit_all([(key, job(key)) for key in ("a", "b", "c")])
+    try:
+        assert isinstance(scheduler.wait("a"), Result)  # taken, and dropped at once by this caller
+        gc.collect()
+        assert made["a"]() is None and not scheduler.has("a")
+        assert scheduler.has("b") and scheduler.has("c")  # not reported yet: still the scheduler's
+    finally:
+        assert scheduler.shutdown("done") == 0  # waits for the rest, as at the session's end
+
+
 def test_a_session_leaves_the_interpreters_thread_switch_interval_as_it_found_it(
         project: Project, fake_anthropic: FakeAnthropic) -> None:
     # The scheduler lengthens the GIL switch interval while its cases run; code run after pytest.main()
@@ -205,6 +236,35 @@ def test_a_session_leaves_the_interpreters_thread_switch_interval_as_it_found_it
     before = sys.getswitchinterval()
     project.run("suites/", "--harness-concurrency", "4").assert_outcomes(passed=4)
     assert sys.getswitchinterval() == before
+
+
+@pytest.mark.parametrize(("own", "while_running"), [
+    ((700, 10, 10), (20_000, 20, 20)),  # Python's defaults: raised while the items run
+    ((50_000, 0, 5), (50_000, 0, 20)),  # a threshold set higher stays, and a generation turned off stays off
+])
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_the_garbage_collector_runs_less_often_while_items_run_and_is_put_back_after(
+        project: Project, fake_anthropic: FakeAnthropic, concurrency: int, own: tuple[int, int, int],
+        while_running: tuple[int, int, int]) -> None:
+    # A session keeps every item's reports and results: with Python's thresholds, full collections walk more of
+    # them each time. The process's own thresholds are back once the session ends (pytest.main() in a program).
+    scale_project(project, many(4))
+    seen: list[tuple[int, int, int]] = []
+    answer = judge()
+
+    def respond(request):  # noqa: ANN001, ANN202 - the fake server's thread, in this process, while an item runs
+        seen.append(gc.get_threshold())
+        return answer(request)
+
+    fake_anthropic.responder = respond
+    before = gc.get_threshold()
+    gc.set_threshold(*own)
+    try:
+        project.run("suites/", "--harness-concurrency", str(concurrency)).assert_outcomes(passed=4)
+        assert gc.get_threshold() == own
+    finally:
+        gc.set_threshold(*before)
+    assert seen and set(seen) == {while_running}
 
 
 @pytest.mark.parametrize("concurrency", [1, 3])
