@@ -61,6 +61,11 @@ from typing import Any  # noqa: E402
 # (and pydantic, jsonschema, yaml, anthropic) instead of importing them again in every run.
 import anthropic  # noqa: E402,F401
 
+# numpy (under pandas and matplotlib) refuses to be imported twice in one process, and a pytester run removes from
+# sys.modules what was first imported inside it: a run whose report imported numpy would leave the next test that
+# imports pandas with "cannot load module more than once per process". Imported here, it is never removed.
+import numpy  # noqa: E402,F401
+
 import harness.face.nodes  # noqa: E402,F401
 import harness.face.plugin  # noqa: E402,F401
 
