@@ -13,7 +13,8 @@ measure to trim a case's path with, and ab.py (the whole process, alternated) th
 Printed per case, medians of the runs: each part; pytest's own work and the plugin's hooks around the item (the
 item's three phases less its run); the harness's own work (everything less the model calls); and for reference the
 whole process's CPU between a run of N/5 cases and one of N (its marginal cost a case), beside the bare SDK's for
-the same two calls (speed.py's ``BARE_SDK`` on one thread, N/5 against N cases' calls).
+the same two calls (speed.py's ``BARE_SDK`` on one thread sending the harness's own two requests, N/5
+against N cases' calls).
 
 ``--latency`` shows what waiting does to the same work: on a machine shared with others (a VM), a thread that
 sleeps between bursts finds its caches cold, and each burst costs more CPU. The bare SDK pays it too.
@@ -66,10 +67,10 @@ def measure(root: Path, cases: int, url: str, args: argparse.Namespace, n: int) 
     return {function: seconds for function, (seconds, _calls) in json.loads(out.read_text()).items()}, run.cpu
 
 
-def bare_sdk_cpu(url: str, calls: int, concurrency: int) -> float:
-    """CPU seconds of the bare SDK process making ``calls`` calls."""
+def bare_sdk_cpu(url: str, calls: int, concurrency: int, requests: Path) -> float:
+    """CPU seconds of the bare SDK process making ``calls`` calls (the harness's own requests, in turn)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    speed.bare_sdk_seconds(url, calls, concurrency)
+    speed.bare_sdk_seconds(url, calls, concurrency, requests)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
@@ -94,12 +95,13 @@ def main() -> int:
     for cases in (small, args.cases):
         speed.write_suite(root / f"suite-{cases}", cases)
     found: list[dict[str, float]] = []
+    requests = speed.harness_requests(root)
     with speed.fake_server(args.latency, root) as (url, _):
         for n in range(args.rounds):
             metered, cpu = measure(root, args.cases, url, args, n)
             _, small_cpu = measure(root, small, url, args, n)
-            sdk = bare_sdk_cpu(url, 2 * args.cases, args.concurrency)
-            small_sdk = bare_sdk_cpu(url, 2 * small, args.concurrency)
+            sdk = bare_sdk_cpu(url, 2 * args.cases, args.concurrency, requests)
+            small_sdk = bare_sdk_cpu(url, 2 * small, args.concurrency, requests)
             per_case = {function: seconds / args.cases for function, seconds in metered.items()}
             per_case["process"] = (cpu - small_cpu) / (args.cases - small)
             per_case["sdk"] = (sdk - small_sdk) / (args.cases - small)

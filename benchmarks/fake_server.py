@@ -2,7 +2,9 @@
 
 Producer requests get a short artifact, judge requests (a forced tool call) a valid evaluation.
 On SIGTERM it writes its statistics (calls, peak calls in flight, the wall-clock time of the first
-request) as JSON to the given path.
+request) as JSON to the given path. With ``--requests-file`` it also writes, once it has seen one of each, the first
+producer request and the first judge request it got (their JSON bodies, a list of two): the bare SDK's reference
+run sends the very same requests (speed.py's ``BARE_SDK``).
 
     python benchmarks/fake_server.py --latency 0.2 --port-file PORT --stats-file STATS
 """
@@ -27,15 +29,26 @@ def main() -> int:
     parser.add_argument("--stats-file", type=Path, required=True)
     parser.add_argument("--provider", choices=("anthropic", "openai"), default="anthropic")
     parser.add_argument("--port", type=int, default=0, help="0: any free port")
+    parser.add_argument("--requests-file", type=Path, help="where to write a producer's and a judge's request")
     args = parser.parse_args()
     fake = fake_openai if args.provider == "openai" else fake_anthropic
     Reply = fake.Reply  # noqa: N806
     judge = fake.judge_responder(default=0.9)
     first_request_at: list[float] = []
+    first_of_kind: dict[bool, dict] = {}  # the first request without tools (a producer's) and with them (a judge's)
+
+    def keep_first(request: dict) -> None:
+        first_of_kind.setdefault(bool(request.get("tools") or request.get("response_format")), request)
+        if len(first_of_kind) == 2 and args.requests_file and not args.requests_file.exists():
+            partial = args.requests_file.with_name(args.requests_file.name + ".partial")
+            partial.write_text(json.dumps([first_of_kind[False], first_of_kind[True]]))
+            partial.replace(args.requests_file)
 
     def respond(request: dict) -> object:
         if not first_request_at:
             first_request_at.append(time.time())
+        if len(first_of_kind) < 2:
+            keep_first(request)
         if request.get("tools"):
             return judge(request)
         return Reply.text("# Artifact\n\nA short answer produced for the benchmark.\n")

@@ -26,6 +26,7 @@ import json
 import math
 import os
 import resource
+import shutil
 import signal
 import statistics
 import subprocess
@@ -145,13 +146,14 @@ def kept(folder: Path) -> str:
 
 
 @contextmanager
-def fake_server(latency: float, workdir: Path):
+def fake_server(latency: float, workdir: Path, *, requests_file: Path | None = None):
     port_file, stats_file = workdir / "server.url", workdir / "server.stats"
     for f in (port_file, stats_file):
         f.unlink(missing_ok=True)
+    keep = ["--requests-file", str(requests_file)] if requests_file is not None else []
     proc = subprocess.Popen([sys.executable, str(HERE / "fake_server.py"), "--latency", str(latency),
                              "--port-file", str(port_file), "--stats-file", str(stats_file),
-                             "--provider", PROVIDER, "--port", str(PORT)])
+                             "--provider", PROVIDER, "--port", str(PORT), *keep])
     try:
         deadline = time.monotonic() + 30
         while not port_file.exists():
@@ -264,10 +266,10 @@ import json, anthropic
 from concurrent.futures import ThreadPoolExecutor
 imported = time.perf_counter()
 calls, threads = int(sys.argv[1]), int(sys.argv[2])
+asks = json.loads(open(sys.argv[3], encoding="utf-8").read())  # the harness's producer and judge requests
 client = anthropic.Anthropic()
-ask = dict(model="claude-haiku-4-5", max_tokens=100, messages=[{"role": "user", "content": "question"}])
-def call(_):  # as harness.llm sends a request and reads the answer
-    return json.loads(client.messages.with_raw_response.create(**ask).http_response.content)
+def call(i):  # as harness.llm sends a request and reads the answer
+    return json.loads(client.messages.with_raw_response.create(**asks[i % 2]).http_response.content)
 call(0)
 calls_started = time.perf_counter()
 with ThreadPoolExecutor(threads) as pool:
@@ -278,19 +280,37 @@ print(time.perf_counter() - calls_started, time.perf_counter() - started)
 
 BARE_OPENAI_SDK = (BARE_SDK.replace("anthropic.Anthropic()", "openai.OpenAI()").replace("import json, anthropic",
                                                                                         "import json, openai")
-                   .replace("client.messages.", "client.chat.completions.")
-                   .replace('model="claude-haiku-4-5"', 'model="gpt-4.1-mini"'))
+                   .replace("client.messages.", "client.chat.completions."))
 
 
-def bare_sdk_seconds(base_url: str, calls: int, threads: int) -> tuple[float, float]:
-    """The same calls from the bare SDK on as many threads: (seconds for the calls, seconds for the
-    whole process: interpreter, SDK import and calls). What the client and server allow."""
+def harness_requests(root: Path) -> Path:
+    """A file of the two requests a case of the benchmark suite sends (the producer's, then the judge's, their JSON
+    bodies as the fake server got them), made once per folder by running the harness on a one-case suite.
+
+    The bare SDK sends these very requests, so "the same calls" is true of their content too: a judge's request
+    carries the rubric and its output schema, and the SDK's work on a request grows with its size."""
+    path = root / f"requests-{PROVIDER}.json"
+    if not path.exists():
+        suite = root / f"requests-suite-{PROVIDER}"
+        shutil.rmtree(suite, ignore_errors=True)
+        write_suite(suite, 1)
+        with fake_server(0.0, root, requests_file=path) as (url, _):
+            done = run_pytest(suite, ["suites/", "--harness-cache=off", "--harness-work-dir=W"], url)
+        if done.code != 0 or not path.exists():
+            raise RuntimeError(f"the harness did not send a producer's and a judge's request (exit {done.code})")
+    return path
+
+
+def bare_sdk_seconds(base_url: str, calls: int, threads: int, requests: Path) -> tuple[float, float]:
+    """The same calls from the bare SDK on as many threads (``requests``: :func:`harness_requests`'s file): (seconds
+    for the calls, seconds for the whole process: interpreter, SDK import and calls). What the client and server
+    allow."""
     url_variable, key_variable = KEY_VARIABLES[PROVIDER]
     env = {**os.environ, url_variable: base_url, key_variable: "sk-benchmark"}
     script = BARE_OPENAI_SDK if PROVIDER == "openai" else BARE_SDK
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", script, str(calls), str(threads)], env=env, capture_output=True,
-                          text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", script, str(calls), str(threads), str(requests)], env=env,
+                          capture_output=True, text=True, check=True)
     whole = time.perf_counter() - start
     return float(done.stdout.split()[0]), whole
 
@@ -344,6 +364,7 @@ def main() -> int:
     common = ["suites/", f"--harness-concurrency={args.concurrency}", "-o", "harness_progress_interval=0"]
     if args.traces == "off":
         common.append("--harness-capture=off")
+    requests = harness_requests(tmp)
     startup = median([run_pytest(suite, ["suites/", "--collect-only"]).wall for _ in range(args.runs)])
     sdk_import = median([sdk_import_seconds() for _ in range(args.runs)])
     calls = 2 * args.cases
@@ -371,7 +392,7 @@ def main() -> int:
     bare = []
     for _ in range(args.runs):
         with fake_server(args.latency, tmp) as (url, _):
-            bare.append(bare_sdk_seconds(url, calls, args.concurrency)[0])
+            bare.append(bare_sdk_seconds(url, calls, args.concurrency, requests)[0])
     rows.append((f"  the bare SDK: {calls} calls from {args.concurrency} threads, same server",
                  f"{median(bare):.2f} s",
                  f"{median(bare) / bound:.2f}x the {bound:.1f} s latency bound: what the SDK and the fake "
@@ -391,7 +412,7 @@ def main() -> int:
     for run in range(args.runs):
         with fake_server(0.0, tmp) as (url, _):
             done = run_pytest(suite, [*common, "--harness-cache=off", f"--harness-work-dir=Z-{run}"], url)
-            bare_zero.append(bare_sdk_seconds(url, calls, args.concurrency)[1])
+            bare_zero.append(bare_sdk_seconds(url, calls, args.concurrency, requests)[1])
         harness_wall.append(done.wall)
         harness_cpu.append(done.cpu)
         plain = run_pytest(suite, ["test_trivial.py"])

@@ -5,7 +5,8 @@
 
 Each pair runs, one right after the other on the same fake server (speed.py's suite: a producer call and a judge call
 a case, concurrency 32), the harness's pytest run and a bare process that makes the same calls from as many threads
-with the provider's own SDK (speed.py's ``BARE_SDK``). Pairs alternate which goes first, so a shared machine's drift
+with the provider's own SDK (speed.py's ``BARE_SDK``), sending the harness's own requests (a producer's and a
+judge's, as the fake server got them from a one-case run). Pairs alternate which goes first, so a shared machine's drift
 falls on both. Printed per provider, medians of the pairs:
 
 - at 200 ms a call, for each N: the wall time of each and their ratio (harness / bare SDK);
@@ -41,10 +42,12 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def bare_sdk(url: str, calls: int, threads: int) -> tuple[float, float]:
-    """Wall seconds and CPU seconds of a bare process making ``calls`` calls with the provider's SDK."""
+def bare_sdk(url: str, calls: int, threads: int, root: Path) -> tuple[float, float]:
+    """Wall seconds and CPU seconds of a bare process making ``calls`` calls with the provider's SDK: the harness's own
+    producer and judge requests, in turn (speed.harness_requests)."""
+    requests = speed.harness_requests(root)
     before = children_cpu()
-    whole = speed.bare_sdk_seconds(url, calls, threads)[1]
+    whole = speed.bare_sdk_seconds(url, calls, threads, requests)[1]
     return whole, children_cpu() - before
 
 
@@ -68,9 +71,9 @@ def pairs(root: Path, cases: int, latency: float, rounds: int, concurrency: int)
 
             if n % 2 == 0:
                 ran = harness()
-                wall, cpu = bare_sdk(url, 2 * cases, concurrency)
+                wall, cpu = bare_sdk(url, 2 * cases, concurrency, root)
             else:
-                wall, cpu = bare_sdk(url, 2 * cases, concurrency)
+                wall, cpu = bare_sdk(url, 2 * cases, concurrency, root)
                 ran = harness()
         found.append(Pair(ran.wall, ran.cpu, wall, cpu))
     return found
@@ -81,7 +84,7 @@ def bare_sdk_marginal(root: Path, small: int, large: int, rounds: int, concurren
     found = []
     with speed.fake_server(0.0, root) as (url, _):
         for _round in range(rounds):
-            few, many = bare_sdk(url, 2 * small, concurrency)[1], bare_sdk(url, 2 * large, concurrency)[1]
+            few, many = bare_sdk(url, 2 * small, concurrency, root)[1], bare_sdk(url, 2 * large, concurrency, root)[1]
             found.append((many - few) / (2 * (large - small)))
     return speed.median(found)
 
