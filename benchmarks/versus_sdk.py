@@ -42,16 +42,15 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def bare_sdk(url: str, calls: int, threads: int, root: Path) -> tuple[float, float]:
+def bare_sdk(url: str, calls: int, threads: int, requests: Path) -> tuple[float, float]:
     """Wall seconds and CPU seconds of a bare process making ``calls`` calls with the provider's SDK: the harness's own
-    producer and judge requests, in turn (speed.harness_requests)."""
-    requests = speed.harness_requests(root)
+    producer and judge requests (``requests``, speed.harness_requests's file), in turn."""
     before = children_cpu()
     whole = speed.bare_sdk_seconds(url, calls, threads, requests)[1]
     return whole, children_cpu() - before
 
 
-def pairs(root: Path, cases: int, latency: float, rounds: int, concurrency: int) -> list[Pair]:
+def pairs(root: Path, cases: int, latency: float, rounds: int, concurrency: int, requests: Path) -> list[Pair]:
     suite = root / f"{speed.PROVIDER}-{cases}"
     if not suite.exists():
         speed.write_suite(suite, cases, trivial=True)
@@ -71,20 +70,21 @@ def pairs(root: Path, cases: int, latency: float, rounds: int, concurrency: int)
 
             if n % 2 == 0:
                 ran = harness()
-                wall, cpu = bare_sdk(url, 2 * cases, concurrency, root)
+                wall, cpu = bare_sdk(url, 2 * cases, concurrency, requests)
             else:
-                wall, cpu = bare_sdk(url, 2 * cases, concurrency, root)
+                wall, cpu = bare_sdk(url, 2 * cases, concurrency, requests)
                 ran = harness()
         found.append(Pair(ran.wall, ran.cpu, wall, cpu))
     return found
 
 
-def bare_sdk_marginal(root: Path, small: int, large: int, rounds: int, concurrency: int) -> float:
+def bare_sdk_marginal(root: Path, small: int, large: int, rounds: int, concurrency: int, requests: Path) -> float:
     """The bare SDK's CPU seconds a call at 0 ms, between ``2 * small`` and ``2 * large`` calls (medians of the rounds)."""
     found = []
     with speed.fake_server(0.0, root) as (url, _):
         for _round in range(rounds):
-            few, many = bare_sdk(url, 2 * small, concurrency, root)[1], bare_sdk(url, 2 * large, concurrency, root)[1]
+            few, many = (bare_sdk(url, 2 * small, concurrency, requests)[1],
+                          bare_sdk(url, 2 * large, concurrency, requests)[1])
             found.append((many - few) / (2 * (large - small)))
     return speed.median(found)
 
@@ -95,15 +95,16 @@ def median_of(found: list[Pair], field: str) -> float:
 
 def measure(provider: str, sizes: list[int], rounds: int, concurrency: int, root: Path) -> list[str]:
     speed.PROVIDER = provider
+    requests = speed.harness_requests(root)  # made before any pair's server is up: both take the benchmark's port
     lines = [f"\n{provider} (medians of {rounds} interleaved pairs, concurrency {concurrency})"]
     at_200: dict[int, list[Pair]] = {}
     for cases in sizes:
-        found = at_200[cases] = pairs(root, cases, 0.2, rounds, concurrency)
+        found = at_200[cases] = pairs(root, cases, 0.2, rounds, concurrency, requests)
         harness, sdk = median_of(found, "harness_wall"), median_of(found, "sdk_wall")
         lines.append(f"  N={cases:>6,} at 200 ms: harness {harness:7.2f} s, bare SDK {sdk:7.2f} s, "
                      f"wall ratio {speed.median([p.harness_wall / p.sdk_wall for p in found]):.2f}")
     small = min(sizes)
-    zero = pairs(root, small, 0.0, rounds, concurrency)
+    zero = pairs(root, small, 0.0, rounds, concurrency, requests)
     plain = speed.median([speed.run_pytest(root / f"{provider}-{small}", ["test_trivial.py"]).cpu for _ in range(rounds)])
     above = speed.median([(p.harness_cpu - p.sdk_cpu) / small * 1000 for p in zero])
     lines.append(f"  CPU per case above the bare SDK, 0 ms, N={small:,}: {above:.2f} ms "
@@ -119,7 +120,7 @@ def measure(provider: str, sizes: list[int], rounds: int, concurrency: int, root
         # the same calls cost more CPU when each waits 200 ms: a thread that sleeps between bursts finds its caches
         # cold (a shared VM); the margin above, measured at 200 ms, carries that factor too (benchmarks/README.md)
         waited = (median_of(at_200[large], "sdk_cpu") - median_of(at_200[small], "sdk_cpu")) / (2 * (large - small))
-        hot = bare_sdk_marginal(root, small, large, rounds, concurrency)
+        hot = bare_sdk_marginal(root, small, large, rounds, concurrency, requests)
         lines.append(f"  the bare SDK's marginal CPU a call: {hot * 1000:.2f} ms at 0 ms, {waited * 1000:.2f} ms at "
                      f"200 ms: waiting makes the same work {waited / hot:.1f} times dearer on this machine")
     return lines
