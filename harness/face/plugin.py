@@ -9,6 +9,7 @@ collected; an enabled session that collects none of our files prints nothing and
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,8 +20,6 @@ from harness.face.options import add_options, read_settings, rubrics_dir
 from harness.face.shards import shard, split
 
 if TYPE_CHECKING:
-    from collections.abc import Callable  # noqa: F401 - a stash key's type, named as text
-
     from harness.face.session import HarnessSession
     from harness.face.verdict import RunVerdict  # noqa: F401 - the stash key's type, named as text
 
@@ -36,7 +35,7 @@ PROVIDERS_ADDED = pytest.StashKey[list]()  # the providers this session's plugin
 KIND_PROBLEMS = pytest.StashKey[set]()  # the broken kinds already reported at collection
 ITEM_KINDS = pytest.StashKey[tuple]()  # (the plugins implementing pytest_harness_item_kinds, the kinds in effect)
 SHARD_SPLIT = pytest.StashKey[tuple]()  # --harness-shard: (the items this shard runs, the items collected)
-GC_RESTORE = pytest.StashKey["Callable[[], None]"]()  # puts back the garbage collector's thresholds of before the run
+GC_RESTORE = pytest.StashKey[Callable[[], None]]()  # puts back the garbage collector's thresholds of before the run
 WORKER_PREFIX_NOTES = pytest.StashKey[list]()  # pytest-xdist: the workers' judge prefixes too short to cache
 
 
@@ -352,13 +351,10 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     if not config.stash.get(ACTIVE, False) or config.option.collectonly:
         return None
     from harness.face.scheduler import BATCH_WORKERS, CaseScheduler, quieter_gc
-
-    if GC_RESTORE not in config.stash:
-        config.stash[GC_RESTORE] = quieter_gc()
-    if hasattr(config, "workerinput"):
-        return None  # xdist workers run the items they are sent, one at a time
-    if session.testsfailed and not config.option.continue_on_collection_errors:
-        return None  # pytest stops at collection errors: no item may start work (and spend) behind its back
+    config.stash[GC_RESTORE] = quieter_gc()  # xdist's workers too, which run the items they are sent one by one
+    # pytest stops at collection errors: no item may start work (and spend) behind its back
+    if hasattr(config, "workerinput") or (session.testsfailed and not config.option.continue_on_collection_errors):
+        return None
     from harness.face.nodes import KindItem
     from harness.face.session import harness_session
 
@@ -372,10 +368,7 @@ def pytest_runtestloop(session: pytest.Session) -> None:
 
 
 def _stop(config: pytest.Config, reason: str) -> None:
-    restore_gc = config.stash.get(GC_RESTORE, None)
-    if restore_gc is not None:
-        del config.stash[GC_RESTORE]
-        restore_gc()
+    config.stash.get(GC_RESTORE, lambda: None)()
     if config.stash.get(ACTIVE, False):
         from harness.face.session import harness_session
 
