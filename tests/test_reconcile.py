@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -89,11 +90,27 @@ def start_session(project: Project, *args: str) -> subprocess.Popen:
 
 
 def wait_for(path: Path, proc: subprocess.Popen, timeout: float = 30.0) -> None:
+    wait_until(path.exists, proc, f"{path.name} never appeared", timeout)
+
+
+def wait_until(condition: Callable[[], bool], proc: subprocess.Popen, never: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
-    while not path.exists():
+    while not condition():
         assert proc.poll() is None, f"the session ended first (exit status {proc.returncode})"
-        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        assert time.monotonic() < deadline, never
         time.sleep(0.05)
+
+
+def only_b_hangs_runs(project: Project) -> bool:
+    """Every attempt but b-hangs's second is finished and in run-log.json: under load, xdist's other worker may
+    still be writing a-passes's records when b-hangs's reviser starts."""
+    try:
+        rows = project.runs()
+        logged = project.run_log(project.cycles()[0])
+    except (sqlite3.Error, ValueError):  # caught mid-write: ask again
+        return False
+    running = [(r["case_id"], r["attempt"]) for r in rows if r["status"] == "running"]
+    return running == [("b-hangs", 2)] and len(logged) == len(rows) - 1
 
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "xdist"])
@@ -105,6 +122,7 @@ def test_kill_9_mid_attempt_then_the_next_session_marks_it_interrupted(project: 
     proc = start_session(project, "--harness-concurrency", "1", *workers)
     try:
         wait_for(project.root / "reviser-started", proc)
+        wait_until(lambda: only_b_hangs_runs(project), proc, "a-passes's attempt never finished")
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the whole session: controller and xdist workers
         proc.wait(timeout=30)
