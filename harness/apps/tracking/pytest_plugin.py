@@ -192,11 +192,11 @@ def pytest_configure_node(node: Any) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
-    if report.when != "call":
-        return report
-    result = ItemResult.read(item.user_properties)
     state = item.config.stash.get(TRACKING_KEY, None)
-    if result is None or state is None or state.baseline is None:
+    if report.when != "call" or state is None or state.baseline is None:
+        return report  # no baseline to compare with: the item's result is not even read
+    result = ItemResult.read(item.user_properties)
+    if result is None:
         return report
     found = state.baseline.find(report.nodeid, result.agent, result.case)
     regression = _regression(state, report.nodeid, result)
