@@ -35,11 +35,14 @@ def main() -> int:
     Reply = fake.Reply  # noqa: N806
     judge = fake.judge_responder(default=0.9)
     first_request_at: list[float] = []
-    first_of_kind: dict[bool, dict] = {}  # the first request without tools (a producer's) and with them (a judge's)
+    first_of_kind: dict[bool, dict] = {}  # the first request that is not a judge's (a producer's), and a judge's
+
+    def is_judge(request: dict) -> bool:  # a forced tool, or a JSON schema to answer in
+        return bool(request.get("tools") or request.get("response_format"))
 
     def keep_first(request: dict) -> None:
-        first_of_kind.setdefault(bool(request.get("tools") or request.get("response_format")), request)
-        if len(first_of_kind) == 2 and args.requests_file and not args.requests_file.exists():
+        first_of_kind.setdefault(is_judge(request), request)
+        if len(first_of_kind) == 2 and args.requests_file:  # respond() stops asking once both are kept
             partial = args.requests_file.with_name(args.requests_file.name + ".partial")
             partial.write_text(json.dumps([first_of_kind[False], first_of_kind[True]]))
             partial.replace(args.requests_file)
@@ -49,7 +52,7 @@ def main() -> int:
             first_request_at.append(time.time())
         if len(first_of_kind) < 2:
             keep_first(request)
-        if request.get("tools"):
+        if is_judge(request):
             return judge(request)
         return Reply.text("# Artifact\n\nA short answer produced for the benchmark.\n")
 
