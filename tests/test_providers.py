@@ -188,6 +188,26 @@ def test_each_api_says_overloaded_in_its_own_status_and_both_read_it_the_same(fa
         assert str(info.value).endswith(" overloaded_error, retries off): busy; retry later")
 
 
+def test_each_sdk_providers_attempts_go_through_the_policy_behind_a_proxy_too(
+        fake_anthropic: FakeAnthropic, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proxy from the environment sends through a transport of its own, not the client's: the policy still counts
+    every HTTP attempt, a retry's too, and the answer comes back through the proxy."""
+    api = "http://api.model.invalid"  # never resolved: the proxy (the fake server) answers for it
+    for server, reply, settings, base_url in (
+            (fake_anthropic, AnthropicReply, ModelSettings(model="claude-haiku-4-5"), api),
+            (fake_openai, OpenAIReply, GPT, f"{api}/v1")):
+        monkeypatch.setenv("HTTP_PROXY", server.base_url)
+        server.queue(reply.error(429, retry_after=0.01), reply.text("through the proxy"))
+        policy = CallPolicy()
+        client = ModelClient(replace(settings, max_retries=2), policy=policy, api_key="sk-test-dummy",
+                             base_url=base_url)
+
+        assert client.complete(messages=[Message.user("x")]).text == "through the proxy"
+        assert server.calls == 2
+        stats = policy.stats.snapshot()
+        assert stats["calls"] == 2 and stats["retries"] == 1 and stats["failures"] == 0, settings.model
+
+
 def test_concurrency_is_bounded_per_http_attempt(fake_openai: FakeOpenAI) -> None:
     from concurrent.futures import ThreadPoolExecutor
 

@@ -153,6 +153,7 @@ class SdkProvider(Provider):
     url_variable: ClassVar[str]  # the environment variable of the endpoint, named in errors
     api_name: ClassVar[str]  # the API the endpoint must serve, named in errors ("the Messages API")
     key_hint: ClassVar[str] = ""  # what else than the key would make a call possible
+    call_path: ClassVar[str]  # the path of a model call on the API ("/v1/messages"): what the policy counts and limits
 
     def __init__(self, settings: ModelSettings, policy: ProviderPolicy, *, api_key: str | None, base_url: str,
                  key_variable: str):
@@ -161,6 +162,8 @@ class SdkProvider(Provider):
         self._base_url = base_url.rstrip("/")
         self._key_variable = key_variable
         self._sdk: Any = None
+        self._raw_answer: Any = None  # the SDK's HTTP response class, once its client is made: the cast_to of its
+        # post for the answer as it came (a provider reads a few fields of it, not the SDK's typed model)
         self._sdk_lock = threading.Lock()
         self._retry_waits_capped = False
 
@@ -182,10 +185,47 @@ class SdkProvider(Provider):
         return importlib.import_module(next(c.__module__ for c in sdk.DefaultHttpxClient.__mro__
                                             if c.__name__ == "Client").split(".")[0])
 
-    def http_client(self, sdk: Any, **options: Any) -> Any:
-        """The SDK's own HTTP client (its proxies, limits and keep-alive), with the hooks that keep every HTTP
-        attempt inside the call's deadline (:func:`~harness.llm.deadline.http_event_hooks`)."""
-        return sdk.DefaultHttpxClient(event_hooks=http_event_hooks(self.http_module(sdk)), **options)
+    def http_client(self, sdk: Any) -> Any:
+        """The SDK's own HTTP client (its proxies, limits and keep-alive), whose every send runs under the call policy
+        (:meth:`_http_attempt`), with the hooks that keep every HTTP attempt inside the call's deadline
+        (:func:`~harness.llm.deadline.http_event_hooks`).
+
+        The client's send, not the SDK's middleware nor a transport of our own: both SDKs send each HTTP attempt of
+        their retry loop through it; a proxy from the environment (``HTTPS_PROXY``) goes through a transport of its
+        own, never the client's; and with middleware the anthropic SDK hands back an error status as the answer
+        when the call asks for the HTTP response as it came. ``x-stainless-retry-count`` tells a retry."""
+        http = self.http_module(sdk)
+        self._raw_answer = http.Response
+        attempt = self._http_attempt
+
+        class PolicyClient(sdk.DefaultHttpxClient):  # type: ignore[misc,name-defined]
+            def send(self, request: Any, **options: Any) -> Any:
+                return attempt(request, lambda: sdk.DefaultHttpxClient.send(self, request, **options))
+
+        return PolicyClient(event_hooks=http_event_hooks(http))
+
+    def _http_attempt(self, request: Any, send: Callable[[], Any]) -> Any:
+        """One HTTP attempt under the call policy; a POST to the provider's ``call_path`` is a model call."""
+        is_call = request.method == "POST" and request.url.path.rstrip("/").endswith(self.call_path)
+        body = None
+        if is_call and self.policy.limiter is not None:  # the request's size estimates the tokens it reserves
+            try:
+                body = json.loads(request.content)
+            except ValueError:
+                body = None
+        retry = request.headers.get("x-stainless-retry-count", "0") not in ("", "0")
+        return self.policy.http_attempt(send, model_call=is_call, retry=retry, body=body,
+                                        tokens_used=self._tokens_used)
+
+    def _tokens_used(self, response: Any) -> tuple[int, int] | tuple[None, None]:
+        if not 200 <= int(response.status_code) < 300:
+            return None, None
+        response.read()
+        return self.usage_tokens(json.loads(response.content).get("usage") or {})
+
+    def usage_tokens(self, usage: Mapping[str, Any]) -> tuple[int, int]:
+        """(input, output) tokens of an answer's ``usage``, as the rate limits count them."""
+        raise NotImplementedError
 
     def ready(self) -> None:
         self._client()

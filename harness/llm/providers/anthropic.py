@@ -75,6 +75,7 @@ class AnthropicProvider(SdkProvider):
     supports_batch = True
     url_variable = "ANTHROPIC_BASE_URL"
     api_name = "the Messages API"
+    call_path = "/v1/messages"
 
     def __init__(self, settings: ModelSettings, policy: ProviderPolicy, *, api_key: str | None = None,
                  base_url: str | None = None):
@@ -101,15 +102,11 @@ class AnthropicProvider(SdkProvider):
     def _make_sdk(self) -> anthropic.Anthropic:
         sdk = import_sdk()
         return sdk.Anthropic(api_key=self._api_key, base_url=self._base_url, timeout=self.settings.timeout_s,
-                             max_retries=self.settings.max_retries, middleware=[self._middleware],
-                             http_client=self.http_client(sdk))
+                             max_retries=self.settings.max_retries, http_client=self.http_client(sdk))
 
-    def _middleware(self, request: Any, call_next: Any) -> Any:
-        """SDK middleware: runs once per HTTP attempt, inside the SDK's retry loop."""
-        is_message = str(request.method).lower() == "post" and str(request.url).rstrip("/").endswith("/v1/messages")
-        body = request.json if is_message and isinstance(request.json, Mapping) else None
-        return self.policy.http_attempt(lambda: call_next(request), model_call=is_message,
-                                        retry=bool(request.retries_taken), body=body, tokens_used=_tokens_used)
+    def usage_tokens(self, usage: Mapping[str, Any]) -> tuple[int, int]:
+        written = int(usage.get("cache_creation_input_tokens") or 0)
+        return int(usage.get("input_tokens") or 0) + written, int(usage.get("output_tokens") or 0)
 
     # -- one request ---------------------------------------------------------------------------------
 
@@ -125,9 +122,11 @@ class AnthropicProvider(SdkProvider):
                                         endpoint=self._base_url)
                 message = future.result()  # the answer's JSON
             else:
-                # the raw response skips the SDK's typed Message: the harness reads five fields, and building
-                # the model costs about a third of the SDK's CPU per call
-                message = json.loads(sdk.messages.with_raw_response.create(**params).http_response.content)
+                # the client's own post (retries, headers, the policy) with the parameters as they are, and the
+                # answer as it came: the harness reads five fields of it, where building the SDK's typed Message
+                # costs about a third of its CPU a call, and the typed method's own work on the parameters (which
+                # are already the wire format) more (benchmarks/README.md, "The Anthropic provider's call")
+                message = json.loads(sdk.post("/v1/messages", body=params, cast_to=self._raw_answer).content)
         except Exception as err:
             raise self.failure(err) from None
         if not isinstance(message, dict) or not isinstance(message.get("content"), list):
@@ -138,14 +137,6 @@ class AnthropicProvider(SdkProvider):
         sdk = import_sdk()
         return SdkErrors(base=sdk.AnthropicError, timeout=sdk.APITimeoutError, connection=sdk.APIConnectionError,
                          status=sdk.APIStatusError, unreadable=sdk.APIResponseValidationError, overloaded=(529,))
-
-
-def _tokens_used(response: Any) -> tuple[int, int] | tuple[None, None]:
-    if not 200 <= int(response.status_code) < 300:
-        return None, None
-    usage = response.http_response.json().get("usage") or {}
-    written = int(usage.get("cache_creation_input_tokens") or 0)
-    return int(usage.get("input_tokens") or 0) + written, int(usage.get("output_tokens") or 0)
 
 
 # ---------------------------------------------------------------------------------------------------

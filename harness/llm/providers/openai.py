@@ -5,9 +5,9 @@ proxy): the base URL comes from the settings' ``base_url`` or ``OPENAI_BASE_URL`
 the settings name or ``OPENAI_API_KEY``. A server of one's own often needs no key: with a base URL that is
 not OpenAI's and no key, a placeholder key is sent.
 
-The policy's bound and rate limits hold per HTTP attempt through a transport wrapped around the SDK's own
-(the SDK has no middleware); ``x-stainless-retry-count`` tells a retry. Note that ``prompt_tokens`` includes
-the cached tokens, which are recorded as cache reads.
+The policy's bound and rate limits hold per HTTP attempt through the SDK client's send, as for every SDK
+provider (:meth:`~harness.llm.providers.SdkProvider.http_client`). Note that ``prompt_tokens`` includes the
+cached tokens, which are recorded as cache reads.
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ class OpenAIProvider(SdkProvider):
     name = "openai"
     url_variable = "OPENAI_BASE_URL"
     api_name = "a chat completions API"
+    call_path = "/chat/completions"
     key_hint = " (nor OPENAI_BASE_URL for a server of your own)"
 
     def __init__(self, settings: ModelSettings, policy: ProviderPolicy, *, api_key: str | None = None,
@@ -84,7 +85,6 @@ class OpenAIProvider(SdkProvider):
             key = _LOCAL_SERVER_KEY
         super().__init__(settings, policy, api_key=key, base_url=given_url or DEFAULT_BASE_URL,
                          key_variable=variable)
-        self._raw_answer: Any = None  # the SDK's HTTP response class, once its client is made
 
     @classmethod
     def check_name(cls, name: str) -> str | None:
@@ -115,11 +115,11 @@ class OpenAIProvider(SdkProvider):
 
     def _make_sdk(self) -> openai.OpenAI:
         sdk = import_sdk()
-        http = self.http_module(sdk)
-        self._raw_answer = http.Response  # what the client's post returns as it came (see send)
         return sdk.OpenAI(api_key=self._api_key, base_url=self._base_url, timeout=self.settings.timeout_s,
-                          max_retries=self.settings.max_retries,
-                          http_client=self.http_client(sdk, transport=_policy_transport(http, self)))
+                          max_retries=self.settings.max_retries, http_client=self.http_client(sdk))
+
+    def usage_tokens(self, usage: Mapping[str, Any]) -> tuple[int, int]:
+        return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
 
     # -- one request ---------------------------------------------------------------------------------
 
@@ -127,7 +127,7 @@ class OpenAIProvider(SdkProvider):
         params = self.wire_params(request)
         sdk = self._client()
         try:
-            # the client's own post (retries, headers, the policy's transport) with the parameters as they are: they
+            # the client's own post (retries, headers, the policy) with the parameters as they are: they
             # are already the wire format, and the typed method walks them against its parameter types first (a
             # judge's output schema in full), a third of the SDK's CPU a call (benchmarks/README.md, "A case's CPU")
             response = sdk.post("/chat/completions", body=params, cast_to=self._raw_answer)
@@ -237,36 +237,3 @@ def _logprobs(given: Any) -> tuple[TokenLogprob, ...] | None:
         logprob = entry.get("logprob")
         tokens.append(TokenLogprob(entry["token"], float(logprob) if isinstance(logprob, (int, float)) else 0.0, top))
     return tuple(tokens)
-
-
-def _policy_transport(http: Any, provider: OpenAIProvider) -> Any:
-    """The SDK's transport wrapped so that every HTTP attempt runs under the call policy."""
-
-    class PolicyTransport(http.BaseTransport):  # type: ignore[misc,name-defined]
-        def __init__(self) -> None:
-            self.inner = http.HTTPTransport()
-
-        def handle_request(self, request: Any) -> Any:
-            is_call = request.method == "POST" and request.url.path.rstrip("/").endswith("/chat/completions")
-            body = None
-            if is_call and provider.policy.limiter is not None:
-                try:
-                    body = json.loads(request.content)
-                except ValueError:
-                    body = None
-            retry = request.headers.get("x-stainless-retry-count", "0") not in ("", "0")
-            return provider.policy.http_attempt(lambda: self.inner.handle_request(request), model_call=is_call,
-                                                retry=retry, body=body, tokens_used=_tokens_used)
-
-        def close(self) -> None:
-            self.inner.close()
-
-    return PolicyTransport()
-
-
-def _tokens_used(response: Any) -> tuple[int, int] | tuple[None, None]:
-    if not 200 <= int(response.status_code) < 300:
-        return None, None
-    response.read()
-    usage = json.loads(response.content).get("usage") or {}
-    return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
