@@ -191,9 +191,9 @@ class SdkProvider(Provider):
         (:func:`~harness.llm.deadline.http_event_hooks`).
 
         The client's send, not the SDK's middleware nor a transport of our own: both SDKs send each HTTP attempt of
-        their retry loop through it; a proxy from the environment (``HTTPS_PROXY``) goes through a transport of its
-        own, never the client's; and with middleware the anthropic SDK hands back an error status as the answer
-        when the call asks for the HTTP response as it came. ``x-stainless-retry-count`` tells a retry."""
+        their retry loop through it; httpx leaves out the proxies of the environment (``HTTPS_PROXY``) for a client
+        given a transport; and with middleware the anthropic SDK hands back an error status as the answer when the
+        call asks for the HTTP response as it came. ``x-stainless-retry-count`` tells a retry."""
         http = self.http_module(sdk)
         self._raw_answer = http.Response
         attempt = self._http_attempt
