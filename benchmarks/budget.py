@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 from pathlib import Path
 
 import speed
@@ -67,14 +66,6 @@ def measure(root: Path, cases: int, url: str, args: argparse.Namespace, n: int) 
     return {function: seconds for function, (seconds, _calls) in json.loads(out.read_text()).items()}, run.cpu
 
 
-def bare_sdk_cpu(url: str, calls: int, concurrency: int, requests: Path) -> float:
-    """CPU seconds of the bare SDK process making ``calls`` calls (the harness's own requests, in turn)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    speed.bare_sdk_seconds(url, calls, concurrency, requests)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", type=int, default=1000)
@@ -100,8 +91,8 @@ def main() -> int:
         for n in range(args.rounds):
             metered, cpu = measure(root, args.cases, url, args, n)
             _, small_cpu = measure(root, small, url, args, n)
-            sdk = bare_sdk_cpu(url, 2 * args.cases, args.concurrency, requests)
-            small_sdk = bare_sdk_cpu(url, 2 * small, args.concurrency, requests)
+            sdk = speed.bare_sdk_run(url, 2 * args.cases, args.concurrency, requests)[1]
+            small_sdk = speed.bare_sdk_run(url, 2 * small, args.concurrency, requests)[1]
             per_case = {function: seconds / args.cases for function, seconds in metered.items()}
             per_case["process"] = (cpu - small_cpu) / (args.cases - small)
             per_case["sdk"] = (sdk - small_sdk) / (args.cases - small)

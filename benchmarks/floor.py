@@ -27,7 +27,6 @@ import argparse
 import fcntl
 import json
 import os
-import resource
 import sqlite3
 import subprocess
 import sys
@@ -173,19 +172,14 @@ def child(args: argparse.Namespace) -> None:
         list(pool.map(case, range(args.cases)))
 
 
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def measured(url: str, args: argparse.Namespace, cases: int, records: bool, work: Path, requests: Path) -> float:
     """CPU seconds of one child process."""
     variables = dict(zip(speed.KEY_VARIABLES[speed.PROVIDER], (url, "sk-benchmark"), strict=True))
-    before = children_cpu()
+    before = speed.children_cpu()
     subprocess.run([sys.executable, __file__, "--child", "--provider", speed.PROVIDER, "--cases", str(cases),
                     "--concurrency", str(args.concurrency), "--requests", str(requests), "--work", str(work),
                     *(["--records"] if records else [])], env={**os.environ, **variables}, check=True)
-    return children_cpu() - before
+    return speed.children_cpu() - before
 
 
 def main() -> int:

@@ -176,6 +176,13 @@ class Run(NamedTuple):
     launched_at: float  # time.time() when the child was started
 
 
+def children_cpu() -> float:
+    """CPU seconds (user and system) of this process's children that have ended: a child's CPU is the difference
+    across its run."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_pytest(root: Path, args: list[str], base_url: str | None = None, *, code: Path | None = None,
                env_extra: dict[str, str] | None = None) -> Run:
     """One pytest run in a fresh process; ``code``: the folder whose ``harness`` package it imports (another
@@ -188,14 +195,13 @@ def run_pytest(root: Path, args: list[str], base_url: str | None = None, *, code
         env.update({url_variable: base_url, key_variable: "sk-benchmark"})
     else:
         env.pop(key_variable, None)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = children_cpu()
     launched_at = time.time()
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=root,
                           env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu = children_cpu() - before
     if done.returncode not in (0, 1):
         sys.stderr.write(done.stdout[-3000:] + done.stderr[-3000:])
     return Run(wall, cpu, done.returncode, launched_at)
@@ -313,6 +319,14 @@ def bare_sdk_seconds(base_url: str, calls: int, threads: int, requests: Path) ->
                           capture_output=True, text=True, check=True)
     whole = time.perf_counter() - start
     return float(done.stdout.split()[0]), whole
+
+
+def bare_sdk_run(base_url: str, calls: int, threads: int, requests: Path) -> tuple[float, float]:
+    """Wall seconds and CPU seconds of a bare process making ``calls`` calls with the provider's SDK (the harness's own
+    producer and judge requests, ``requests``, in turn): :func:`bare_sdk_seconds`'s whole process."""
+    before = children_cpu()
+    whole = bare_sdk_seconds(base_url, calls, threads, requests)[1]
+    return whole, children_cpu() - before
 
 
 def sdk_import_seconds() -> float:

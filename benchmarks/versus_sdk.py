@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 from pathlib import Path
 from typing import NamedTuple
 
@@ -35,19 +34,6 @@ class Pair(NamedTuple):
     harness_cpu: float
     sdk_wall: float
     sdk_cpu: float
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def bare_sdk(url: str, calls: int, threads: int, requests: Path) -> tuple[float, float]:
-    """Wall seconds and CPU seconds of a bare process making ``calls`` calls with the provider's SDK: the harness's own
-    producer and judge requests (``requests``, speed.harness_requests's file), in turn."""
-    before = children_cpu()
-    whole = speed.bare_sdk_seconds(url, calls, threads, requests)[1]
-    return whole, children_cpu() - before
 
 
 def pairs(root: Path, cases: int, latency: float, rounds: int, concurrency: int, requests: Path) -> list[Pair]:
@@ -70,9 +56,9 @@ def pairs(root: Path, cases: int, latency: float, rounds: int, concurrency: int,
 
             if n % 2 == 0:
                 ran = harness()
-                wall, cpu = bare_sdk(url, 2 * cases, concurrency, requests)
+                wall, cpu = speed.bare_sdk_run(url, 2 * cases, concurrency, requests)
             else:
-                wall, cpu = bare_sdk(url, 2 * cases, concurrency, requests)
+                wall, cpu = speed.bare_sdk_run(url, 2 * cases, concurrency, requests)
                 ran = harness()
         found.append(Pair(ran.wall, ran.cpu, wall, cpu))
     return found
@@ -83,8 +69,8 @@ def bare_sdk_marginal(root: Path, small: int, large: int, rounds: int, concurren
     found = []
     with speed.fake_server(0.0, root) as (url, _):
         for _round in range(rounds):
-            few, many = (bare_sdk(url, 2 * small, concurrency, requests)[1],
-                          bare_sdk(url, 2 * large, concurrency, requests)[1])
+            few, many = (speed.bare_sdk_run(url, 2 * small, concurrency, requests)[1],
+                         speed.bare_sdk_run(url, 2 * large, concurrency, requests)[1])
             found.append((many - few) / (2 * (large - small)))
     return speed.median(found)
 
