@@ -5,9 +5,8 @@ One :class:`CallPolicy` is shared by every client of a session. It holds the bou
 the response cache (:mod:`harness.llm.cache`), the Message Batches path (:mod:`harness.llm.batching`), the
 price table, the cost cap and live :class:`CallStats`. Providers call :meth:`CallPolicy.http_attempt` around
 each HTTP attempt (both SDKs through their client's send), so the bound and the limits hold for every
-provider alike. :meth:`CallPolicy.send` is the one way a request reaches
-a provider: within the deadline of its ``timeout_s`` (:mod:`harness.llm.deadline`), and a provider's own
-failure as one line.
+provider alike. :meth:`CallPolicy.send` is the one way a request reaches a provider: within the deadline of
+its ``timeout_s`` (:mod:`harness.llm.deadline`), and a provider's own failure as one line.
 """
 
 from __future__ import annotations

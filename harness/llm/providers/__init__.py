@@ -162,8 +162,7 @@ class SdkProvider(Provider):
         self._base_url = base_url.rstrip("/")
         self._key_variable = key_variable
         self._sdk: Any = None
-        self._raw_answer: Any = None  # the SDK's HTTP response class, once its client is made: the cast_to of its
-        # post for the answer as it came (a provider reads a few fields of it, not the SDK's typed model)
+        self._raw_answer: Any = None  # the SDK's HTTP response class, once its client is made (see post_call)
         self._sdk_lock = threading.Lock()
         self._retry_waits_capped = False
 
@@ -203,6 +202,14 @@ class SdkProvider(Provider):
                 return attempt(request, lambda: sdk.DefaultHttpxClient.send(self, request, **options))
 
         return PolicyClient(event_hooks=http_event_hooks(http))
+
+    def post_call(self, params: Mapping[str, Any]) -> Any:
+        """One model call: ``params`` posted to ``call_path`` through the client's own ``post`` (its retries, headers
+        and the policy), and the answer's JSON as it came. Not the typed ``messages.create`` or
+        ``chat.completions.create``: the parameters are already the wire format, which the typed methods walk again
+        (the judge's whole output schema, on openai), and the harness reads a few fields of an answer, where the
+        SDK's typed model costs about a third of its CPU a call (docs/model-calls.md, "What a call costs")."""
+        return json.loads(self._client().post(self.call_path, body=params, cast_to=self._raw_answer).content)
 
     def _http_attempt(self, request: Any, send: Callable[[], Any]) -> Any:
         """One HTTP attempt under the call policy; a POST to the provider's ``call_path`` is a model call."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gc
 import importlib
-import json
 import os
 import sys
 import threading
@@ -122,11 +121,7 @@ class AnthropicProvider(SdkProvider):
                                         endpoint=self._base_url)
                 message = future.result()  # the answer's JSON
             else:
-                # the client's own post (retries, headers, the policy) with the parameters as they are, and the
-                # answer as it came: the harness reads five fields of it, where building the SDK's typed Message
-                # costs about a third of its CPU a call, and the typed method's own work on the parameters (which
-                # are already the wire format) more (benchmarks/README.md, "The Anthropic provider's call")
-                message = json.loads(sdk.post("/v1/messages", body=params, cast_to=self._raw_answer).content)
+                message = self.post_call(params)
         except Exception as err:
             raise self.failure(err) from None
         if not isinstance(message, dict) or not isinstance(message.get("content"), list):

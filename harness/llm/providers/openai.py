@@ -125,13 +125,8 @@ class OpenAIProvider(SdkProvider):
 
     def send(self, request: ModelRequest, *, batch: bool = False) -> ModelReply:
         params = self.wire_params(request)
-        sdk = self._client()
         try:
-            # the client's own post (retries, headers, the policy) with the parameters as they are: they
-            # are already the wire format, and the typed method walks them against its parameter types first (a
-            # judge's output schema in full), a third of the SDK's CPU a call (benchmarks/README.md, "A case's CPU")
-            response = sdk.post("/chat/completions", body=params, cast_to=self._raw_answer)
-            body = json.loads(response.content)
+            body = self.post_call(params)
         except Exception as err:
             raise self.failure(err) from None
         choices = body.get("choices") if isinstance(body, dict) else None
